@@ -1,0 +1,52 @@
+"""The `agentab` command: one subcommand per module under `agentab.commands`.
+
+Errors a person can fix are printed with their fix and exit 2; a traceback shown to a user
+is a bug, so anything unexpected is reported as one, with where to look.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+
+from agentab.errors import AgentabError
+
+COMMANDS = ("check", "synthesize", "plan", "form")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentab",
+        description=(
+            "A/B experiments for coding-agent harnesses. A scenario (one TOML file) names a task, "
+            "a pinned repository state, the configurations to compare and how to score a run; "
+            "`snakemake --cores 8` runs it, and these commands check scenarios and read results."
+        ),
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        if importlib.util.find_spec(f"agentab.commands.{name}") is None:
+            continue  # a partial install (a command being built) still serves the others
+        importlib.import_module(f"agentab.commands.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except AgentabError as error:
+        print(error.render(), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

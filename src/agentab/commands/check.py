@@ -1,0 +1,100 @@
+"""`agentab check SCENARIO`: load a scenario, print its cell matrix and run count, or every error."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from agentab.errors import ScenarioError
+from agentab.scenario import Cell, Scenario, load_scenario
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "check",
+        help="check a scenario and print its cell matrix",
+        description=(
+            "Load a scenario, check every load-time rule (etalon tag included) and print the "
+            "cells in the order they are rendered, each with its delta and bricks, and the "
+            "number of runs. Exit 0 when the scenario may run, 2 when it may not."
+        ),
+    )
+    parser.add_argument("scenario", type=Path, help="the scenario TOML file")
+    parser.add_argument(
+        "--json", action="store_true", help="print the matrix (or the errors) as JSON"
+    )
+    parser.add_argument(
+        "--no-etalon",
+        action="store_true",
+        help="skip reaching the etalon repository (offline editing)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    try:
+        scenario = load_scenario(args.scenario, check_etalon=not args.no_etalon)
+    except ScenarioError as error:
+        if args.json:
+            print(
+                json.dumps(
+                    {"ok": False, "problems": [p.as_dict() for p in error.problems]}, indent=2
+                )
+            )
+        else:
+            count = len(error.problems)
+            print(
+                f"{args.scenario}: {count} problem{'s' * (count != 1)}; nothing runs\n",
+                file=sys.stderr,
+            )
+            print(error.render(), file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"ok": True, **scenario.as_dict()}, indent=2, ensure_ascii=False))
+    else:
+        print(render_matrix(scenario))
+    return 0
+
+
+def describe_delta(cell: Cell) -> str:
+    if cell.is_baseline:
+        return "baseline"
+    if not cell.settings:
+        return "no change from the baseline"
+    parts = []
+    for key, value in cell.settings.items():
+        shown = ", ".join(value) if isinstance(value, list) else value
+        parts.append(f"{key}: {_shorten(str(shown))}")
+    chosen = ", ".join(f"{dimension}={value}" for dimension, value in cell.delta.items())
+    return f"[{chosen}] " + "; ".join(parts)
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render_matrix(scenario: Scenario) -> str:
+    agent = scenario.agent
+    lines = [
+        f"scenario    {scenario.name}  ({scenario.path})",
+        f"question    {scenario.question or '-'}",
+        f"etalon      {scenario.etalon.repo} @ {scenario.etalon.tag}",
+        f"agent       {agent.harness} {agent.version} · {agent.provider}/{agent.model} · "
+        f"thinking {agent.thinking} · timeout {agent.timeout_s:g}s",
+        f"metrics     {', '.join(scenario.metrics)}",
+        "validators  " + ", ".join(f"{s.name} ({s.mode})" for s in scenario.validators.values()),
+        "",
+        f"cells ({len(scenario.cells)}), reference: {scenario.reference}",
+    ]
+    width = max(len(cell.name) for cell in scenario.cells) + len(" (variant)")
+    for number, cell in enumerate(scenario.cells, start=1):
+        label = cell.name + (" (variant)" if cell.is_variant else "")
+        marker = "*" if cell.name == scenario.reference else " "
+        lines.append(f" {marker}{number:>2}. {label:<{width}}  {describe_delta(cell)}")
+    lines += [
+        "",
+        f"runs        {len(scenario.cells)} cells × {scenario.repetitions} repetitions = {scenario.run_count}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,254 @@
+"""The etalon: a pinned tag of a repository, cloned fresh for every run.
+
+A local mirror per repository is fetched once; each run gets its own `git clone` of the
+mirror with the tag checked out detached, its own `.git` directory (never a shared gitdir,
+never a copy of a work tree) and no remote, so nothing an agent does in one clone can
+reach the mirror or another run. A run's outcome is always etalon + `result.patch`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentab.errors import AgentabError, problem
+
+GIT_IDENTITY = ("agent", "agent@agentab.invalid")
+
+
+@dataclass(frozen=True)
+class EtalonProblem:
+    key: str
+    text: str
+    fix: str
+
+
+def git_env(**extra: str) -> dict[str, str]:
+    """A constructed environment for git: no user or system config leaks into a measurement."""
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": tempfile.gettempdir(),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_TERMINAL_PROMPT": "0",
+        "LC_ALL": "C",
+    }
+    env.update(extra)
+    return env
+
+
+def git(*args: str, cwd: Path | None = None, env: dict | None = None, check: bool = True) -> str:
+    result = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        env=env or git_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+    )
+    if check and result.returncode != 0:
+        raise AgentabError(
+            f"git {' '.join(args)} failed: {result.stderr.strip() or result.stdout.strip()}"
+        )
+    return result.stdout
+
+
+def is_url(location: str) -> bool:
+    return bool(
+        re.match(r"^[a-z][a-z0-9+.-]*://", location) or re.match(r"^[^/]+@[^/]+:", location)
+    )
+
+
+def list_refs(location: str) -> dict[str, str] | None:
+    """ref name -> sha as the repository advertises them; None when it cannot be reached."""
+    result = subprocess.run(
+        ["git", "ls-remote", location],
+        env=git_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if result.returncode != 0:
+        return None
+    refs = {}
+    for line in result.stdout.splitlines():
+        sha, _, ref = line.partition("\t")
+        refs[ref] = sha
+    return refs
+
+
+def etalon_problem(location: str, tag: str) -> EtalonProblem | None:
+    """Why this repository and tag cannot be an etalon, or None when they can."""
+    if not is_url(location) and not Path(location).exists():
+        return EtalonProblem(
+            "repo",
+            f"the repository {location} does not exist",
+            "give a path (relative to the scenario), a URL or a git bundle",
+        )
+    refs = list_refs(location)
+    if refs is None:
+        return EtalonProblem(
+            "repo",
+            f"{location} is not a git repository git can read",
+            "give a git repository, a bundle (git bundle create … --all) or a URL",
+        )
+    if f"refs/tags/{tag}" in refs:
+        return None
+    tags = sorted(
+        ref.removeprefix("refs/tags/")
+        for ref in refs
+        if ref.startswith("refs/tags/") and not ref.endswith("^{}")
+    )
+    known = (
+        f"tags there: {', '.join(tags)}"
+        if tags
+        else "the repository has no tag: create one (git tag v1.0 && git bundle create … --all)"
+    )
+    if f"refs/heads/{tag}" in refs:
+        return EtalonProblem(
+            "tag",
+            f"`{tag}` is a branch, not a tag: a branch moves, so yesterday's measures would stop comparing with tomorrow's",
+            f"tag the state to measure and name the tag; {known}",
+        )
+    if re.fullmatch(r"[0-9a-fA-F]{7,40}", tag):
+        return EtalonProblem(
+            "tag",
+            f"`{tag}` is a commit SHA, not a tag: a tag makes the measured state named as well as immutable",
+            f"tag that commit (git tag <name> {tag}) and name the tag; {known}",
+        )
+    return EtalonProblem("tag", f"`{tag}` is not a tag of {location}", known)
+
+
+def mirror_path(location: str, mirrors_dir: Path) -> Path:
+    digest = hashlib.sha256(location.encode()).hexdigest()[:16]
+    stem = re.sub(r"[^A-Za-z0-9]+", "-", Path(location.rstrip("/")).name).strip("-") or "repo"
+    return Path(mirrors_dir) / f"{stem}-{digest}.git"
+
+
+@contextmanager
+def _locked(lock_file: Path) -> Iterator[None]:
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_file, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _has_tag(mirror: Path, tag: str) -> bool:
+    return bool(git("tag", "--list", tag, cwd=mirror, check=False).strip())
+
+
+def ensure_mirror(location: str, tag: str, mirrors_dir: Path) -> Path:
+    """The local mirror of the repository, fetched once, and again only when the tag is missing."""
+    mirror = mirror_path(location, mirrors_dir)
+    with _locked(mirror.with_suffix(".lock")):
+        if not (mirror / "HEAD").exists():
+            shutil.rmtree(mirror, ignore_errors=True)
+            partial = mirror.with_suffix(".partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            git("clone", "--mirror", "--quiet", location, str(partial))
+            partial.rename(mirror)
+        if not _has_tag(mirror, tag):
+            git(
+                "fetch",
+                "--quiet",
+                "--force",
+                "--tags",
+                location,
+                "+refs/*:refs/*",
+                cwd=mirror,
+                check=False,
+            )
+        if not _has_tag(mirror, tag):
+            raise AgentabError(
+                problem(
+                    location,
+                    "etalon.tag",
+                    f"`{tag}` is not a tag of the repository",
+                    "tag the state to measure, or fix [etalon].tag",
+                )
+            )
+    return mirror
+
+
+def fresh_clone(location: str, tag: str, dest: Path, mirrors_dir: Path) -> str:
+    """Clone the tag into dest (emptied first: a retry must not inherit a used clone); return its SHA."""
+    dest = Path(dest)
+    mirror = ensure_mirror(location, tag, mirrors_dir)
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    git("clone", "--quiet", "--no-hardlinks", "--no-checkout", str(mirror), str(dest))
+    git("checkout", "--quiet", "--detach", f"refs/tags/{tag}", cwd=dest)
+    git("remote", "remove", "origin", cwd=dest)
+    git("config", "user.name", GIT_IDENTITY[0], cwd=dest)
+    git("config", "user.email", GIT_IDENTITY[1], cwd=dest)
+    return tag_sha(dest, tag)
+
+
+def tag_sha(repo: Path, tag: str) -> str:
+    return git("rev-parse", f"refs/tags/{tag}^{{commit}}", cwd=repo).strip()
+
+
+def result_patch(clone: Path, tag: str) -> bytes:
+    """The agent's work against the tag: binary-safe, untracked files included, excluded files not.
+
+    A private index keeps the clone's own index untouched; `git add -A` honours
+    .gitignore and .git/info/exclude, which is where injected files are listed.
+    """
+    clone = Path(clone)
+    with tempfile.TemporaryDirectory(prefix="agentab-index-") as scratch:
+        env = git_env(GIT_INDEX_FILE=str(Path(scratch) / "index"))
+        git("read-tree", f"refs/tags/{tag}", cwd=clone, env=env)
+        git("add", "--all", cwd=clone, env=env)
+        result = subprocess.run(
+            [
+                "git",
+                "diff",
+                "--cached",
+                "--binary",
+                "--no-color",
+                "--no-ext-diff",
+                f"refs/tags/{tag}",
+            ],
+            cwd=clone,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+        )
+    if result.returncode != 0:
+        raise AgentabError(
+            f"git diff failed in {clone}: {result.stderr.decode(errors='replace').strip()}"
+        )
+    return result.stdout
+
+
+def changed_files(patch: bytes) -> list[str]:
+    """Paths a patch touches, in order, each once (the `b/` side; the `a/` side for deletions)."""
+    files: list[str] = []
+    for line in patch.decode("utf-8", errors="replace").splitlines():
+        match = re.match(r"^diff --git a/(.*) b/(.*)$", line)
+        if match and match.group(2) not in files:
+            files.append(match.group(2))
+    return files
+
+
+def checkout_with_patch(
+    location: str, tag: str, patch_file: Path, dest: Path, mirrors_dir: Path
+) -> str:
+    """A fresh checkout of etalon + patch: how a validator sees a run's result, on its own."""
+    sha = fresh_clone(location, tag, dest, mirrors_dir)
+    if Path(patch_file).stat().st_size:
+        git("apply", "--binary", "--whitespace=nowarn", str(Path(patch_file).absolute()), cwd=dest)
+    return sha

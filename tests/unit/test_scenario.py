@@ -1,0 +1,319 @@
+"""Every load-time rule of a scenario, each with the key its error names."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agentab.cli import main
+from agentab.errors import ScenarioError
+from agentab.scenario import load_scenario
+from tests.conftest import make_git_repo
+
+SEED_MATRIX = """
+[scenario]
+name = "tests-rule"
+question = "Does a rule make the agent run the tests?"
+
+[task]
+prompt = "Fix mean."
+
+[etalon]
+repo = "calc"
+tag = "v1.0"
+
+[agent]
+harness = "pi"
+version = "1.6.0"
+provider = "offline"
+model = "demo"
+thinking = "off"
+timeout = "15m"
+
+[protocol]
+repetitions = 10
+
+[axes]
+context  = ["nothing", "rule", "careful ticket"]
+thinking = ["off", "high"]
+
+[deltas.context.rule]
+context_files = ["bricks/run-tests.md"]
+
+[deltas.context."careful ticket"]
+prompt = "Fix mean, then run the tests."
+
+[deltas.thinking.high]
+thinking = "high"
+
+[deltas.harness.extension]
+extensions = ["bricks/guard.ts"]
+
+[deltas.harness.agents]
+agents = ["bricks/agents/reviewer.md"]
+
+[variants."full stack"]
+harness = ["extension", "agents"]
+context = "rule"
+
+[validation]
+metrics = ["tests_pass", "ran_tests"]
+
+[validators.tests]
+mode = "script"
+run = ["validators/tests.py"]
+"""
+
+
+@pytest.fixture
+def scenario_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "scenario"
+    make_git_repo(folder / "calc", {"calc.py": "x = 1\n"})
+    for rel in ("bricks/run-tests.md", "bricks/guard.ts", "bricks/agents/reviewer.md", "validators/tests.py"):
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(f"{rel}\n")
+    return folder
+
+
+def write(folder: Path, text: str) -> Path:
+    path = folder / "scenario.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def problems_of(folder: Path, text: str) -> str:
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(write(folder, text))
+    return caught.value.render()
+
+
+def test_seed_matrix_has_seven_cells_in_order(scenario_dir: Path) -> None:
+    scenario = load_scenario(write(scenario_dir, SEED_MATRIX))
+    assert [cell.name for cell in scenario.cells] == [
+        "nothing · off",
+        "nothing · high",
+        "rule · off",
+        "rule · high",
+        "careful ticket · off",
+        "careful ticket · high",
+        "full stack",
+    ]
+    assert scenario.run_count == 70
+    assert scenario.reference == "nothing · off"
+    full = scenario.cell("full stack")
+    assert [b.kind for b in full.bricks] == ["context_files", "extensions", "agents"]
+    assert full.delta == {"harness": "extension+agents", "context": "rule"}
+    assert scenario.cell("rule-high").agent.thinking == "high"
+    assert scenario.cell("careful ticket · off").prompt == "Fix mean, then run the tests."
+    assert all(len(b.sha256) == 64 for b in full.bricks)
+
+
+def test_check_prints_matrix_and_run_count(scenario_dir: Path, capsys) -> None:
+    assert main(["check", str(write(scenario_dir, SEED_MATRIX))]) == 0
+    out = capsys.readouterr().out
+    assert "cells (7)" in out and "7 cells × 10 repetitions = 70" in out
+    assert out.index("nothing · high") < out.index("rule · off") < out.index("full stack")
+
+
+def test_check_json(scenario_dir: Path, capsys) -> None:
+    assert main(["check", "--json", str(write(scenario_dir, SEED_MATRIX))]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["runs"] == 70 and len(data["cells"]) == 7
+    assert data["cells"][2]["settings"] == {"context_files": ["bricks/run-tests.md"]}
+
+
+def test_check_invalid_exits_2_without_traceback(scenario_dir: Path, capsys) -> None:
+    path = write(scenario_dir, SEED_MATRIX.replace("repetitions = 10", "repetition = 10"))
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "protocol.repetition" in err and "did you mean `repetitions`" in err
+
+
+def test_check_json_lists_problems(scenario_dir: Path, capsys) -> None:
+    path = write(scenario_dir, SEED_MATRIX.replace('thinking = "off"', ""))
+    assert main(["check", "--json", str(path)]) == 2
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is False and data["problems"][0]["key"] == "agent.thinking"
+
+
+@pytest.mark.parametrize(
+    "mandatory",
+    ['harness = "pi"', 'version = "1.6.0"', 'provider = "offline"', 'model = "demo"', 'thinking = "off"', 'timeout = "15m"'],
+)
+def test_every_agent_field_is_mandatory(scenario_dir: Path, mandatory: str) -> None:
+    key = mandatory.split(" ")[0]
+    message = problems_of(scenario_dir, SEED_MATRIX.replace(mandatory + "\n", "", 1))
+    assert f"agent.{key}" in message and "no default" in message
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [("repetitions = 10", "protocol.repetitions"), ('tag = "v1.0"', "etalon.tag"), ('repo = "calc"', "etalon.repo")],
+)
+def test_protocol_and_etalon_are_mandatory(scenario_dir: Path, line: str, key: str) -> None:
+    assert key in problems_of(scenario_dir, SEED_MATRIX.replace(line + "\n", ""))
+
+
+def test_task_needs_a_prompt(scenario_dir: Path) -> None:
+    message = problems_of(scenario_dir, SEED_MATRIX.replace('prompt = "Fix mean."\n', ""))
+    assert "[task]" in message and "prompt" in message
+
+
+def test_unknown_key_is_refused_with_a_hint(scenario_dir: Path) -> None:
+    message = problems_of(scenario_dir, SEED_MATRIX.replace('model = "demo"', 'modle = "demo"'))
+    assert "agent.modle" in message and "did you mean `model`" in message
+
+
+def test_unknown_key_in_a_delta(scenario_dir: Path) -> None:
+    message = problems_of(scenario_dir, SEED_MATRIX.replace("context_files = [", "context_file = ["))
+    assert "deltas.context.rule.context_file" in message and "context_files" in message
+
+
+@pytest.mark.parametrize("value", ["0", "-1", '"10"', "2.5"])
+def test_repetitions_is_an_integer_at_least_one(scenario_dir: Path, value: str) -> None:
+    message = problems_of(scenario_dir, SEED_MATRIX.replace("repetitions = 10", f"repetitions = {value}"))
+    assert "protocol.repetitions" in message
+
+
+def test_baseline_may_not_declare_a_delta(scenario_dir: Path) -> None:
+    text = SEED_MATRIX + '\n[deltas.context.nothing]\nthinking = "low"\n'
+    message = problems_of(scenario_dir, text)
+    assert "deltas.context.nothing" in message and "baseline" in message
+
+
+def test_misspelled_axis_value_has_no_delta(scenario_dir: Path) -> None:
+    text = SEED_MATRIX.replace('context  = ["nothing", "rule",', 'context  = ["nothing", "rlue",')
+    message = problems_of(scenario_dir, text)
+    assert "axes.context" in message and "`rlue`" in message and "did you mean `rule`" in message
+
+
+def test_delta_used_by_nothing_is_an_error(scenario_dir: Path) -> None:
+    text = SEED_MATRIX + '\n[deltas.thinking.hihg]\nthinking = "high"\n'
+    message = problems_of(scenario_dir, text)
+    assert "deltas.thinking.hihg" in message and "used by no axis" in message
+
+
+def test_variant_names_only_declared_deltas(scenario_dir: Path) -> None:
+    text = SEED_MATRIX.replace('harness = ["extension", "agents"]', 'harness = ["extension", "agent"]')
+    message = problems_of(scenario_dir, text)
+    assert 'variants.full stack.harness' in message and "`harness = agent`" in message
+
+
+def test_two_deltas_setting_one_scalar_in_a_cell(scenario_dir: Path) -> None:
+    text = SEED_MATRIX.replace(
+        "[deltas.harness.agents]", '[deltas.harness.agents]\nthinking = "low"'
+    ).replace('context = "rule"', 'context = "rule"\nthinking = "high"')
+    message = problems_of(scenario_dir, text)
+    assert "thinking is set by both" in message
+
+
+def test_two_cells_with_the_same_name(scenario_dir: Path) -> None:
+    text = SEED_MATRIX + '\n[variants."rule · off"]\ncontext = "rule"\n'
+    assert "two cells are named `rule · off`" in problems_of(scenario_dir, text)
+
+
+def test_two_cells_with_the_same_slug(scenario_dir: Path) -> None:
+    text = SEED_MATRIX + '\n[variants."Rule -- Off"]\ncontext = "rule"\n'
+    assert "share the results folder runs/rule-off/" in problems_of(scenario_dir, text)
+
+
+def test_brick_must_exist(scenario_dir: Path) -> None:
+    (scenario_dir / "bricks/guard.ts").unlink()
+    message = problems_of(scenario_dir, SEED_MATRIX)
+    assert "deltas.harness.extension.extensions" in message and "does not exist" in message
+
+
+def test_brick_may_not_escape_the_scenario_folder(scenario_dir: Path) -> None:
+    (scenario_dir.parent / "outside.md").write_text("x")
+    text = SEED_MATRIX.replace('"bricks/run-tests.md"', '"../outside.md"')
+    message = problems_of(scenario_dir, text)
+    assert "deltas.context.rule.context_files" in message and "escapes" in message
+
+
+def test_reference_must_be_a_cell(scenario_dir: Path) -> None:
+    text = SEED_MATRIX.replace("repetitions = 10", 'repetitions = 10\nreference = "rule · of"')
+    message = problems_of(scenario_dir, text)
+    assert "protocol.reference" in message and "did you mean `rule · off`" in message
+
+
+def test_reference_by_slug(scenario_dir: Path) -> None:
+    text = SEED_MATRIX.replace("repetitions = 10", 'repetitions = 10\nreference = "rule-off"')
+    assert load_scenario(write(scenario_dir, text)).reference == "rule · off"
+
+
+def test_tag_that_is_a_branch_is_refused(scenario_dir: Path) -> None:
+    message = problems_of(scenario_dir, SEED_MATRIX.replace('tag = "v1.0"', 'tag = "main"'))
+    assert "etalon.tag" in message and "is a branch, not a tag" in message
+
+
+def test_tag_that_is_a_sha_is_refused(scenario_dir: Path) -> None:
+    message = problems_of(scenario_dir, SEED_MATRIX.replace('tag = "v1.0"', 'tag = "0123abcd"'))
+    assert "etalon.tag" in message and "is a commit SHA" in message
+
+
+def test_missing_tag_lists_the_tags(scenario_dir: Path) -> None:
+    message = problems_of(scenario_dir, SEED_MATRIX.replace('tag = "v1.0"', 'tag = "v9"'))
+    assert "etalon.tag" in message and "tags there: v1.0" in message
+
+
+def test_unreachable_repository(scenario_dir: Path) -> None:
+    message = problems_of(scenario_dir, SEED_MATRIX.replace('repo = "calc"', 'repo = "nowhere"'))
+    assert "etalon.repo" in message and "does not exist" in message
+
+
+def test_bundle_etalon(scenario_dir: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", "bundle", "create", str(scenario_dir / "calc.bundle"), "--all"], cwd=scenario_dir / "calc", check=True, capture_output=True)
+    text = SEED_MATRIX.replace('repo = "calc"', 'repo = "calc.bundle"')
+    assert load_scenario(write(scenario_dir, text)).etalon.location.endswith("calc.bundle")
+
+
+def test_toml_syntax_error_names_the_line(scenario_dir: Path) -> None:
+    message = problems_of(scenario_dir, SEED_MATRIX.replace('model = "demo"', "model = demo"))
+    assert "not valid TOML" in message and ":17:" in message
+
+
+def test_form_may_not_fill_a_judge_metric(scenario_dir: Path) -> None:
+    (scenario_dir / "rubric.md").write_text("r")
+    (scenario_dir / "schema.json").write_text(json.dumps({"type": "object", "properties": {"ran_tests": {"type": "boolean"}}}))
+    text = SEED_MATRIX + textwrap.dedent(
+        """
+        [validators.scope]
+        mode = "judge"
+        model = "offline:demo"
+        rubric_file = "rubric.md"
+        schema_file = "schema.json"
+
+        [validators.review]
+        mode = "form"
+        fills = ["ran_tests"]
+        """
+    )
+    message = problems_of(scenario_dir, text)
+    assert "validators.review.fills" in message and "validator `scope` produces" in message
+
+
+def test_all_problems_are_reported_at_once(scenario_dir: Path) -> None:
+    text = SEED_MATRIX.replace('tag = "v1.0"', 'tag = "main"') + '\n[deltas.thinking.hihg]\nthinking = "high"\n'
+    (scenario_dir / "bricks/guard.ts").unlink()
+    message = problems_of(scenario_dir, text)
+    assert "deltas.thinking.hihg" in message and "guard.ts" in message
+
+
+def test_frozen_copy_loads_without_its_folder(scenario_dir: Path, tmp_path: Path) -> None:
+    frozen = tmp_path / "elsewhere" / "scenario.toml"
+    frozen.parent.mkdir()
+    frozen.write_text(textwrap.dedent(SEED_MATRIX))
+    scenario = load_scenario(frozen, check_etalon=False, check_bricks=False)
+    assert len(scenario.cells) == 7 and scenario.metrics == ["tests_pass", "ran_tests"]
+
+
+def test_the_shipped_scenarios_are_valid() -> None:
+    root = Path(__file__).resolve().parents[2] / "scenarios"
+    for path in sorted(root.glob("*/scenario.toml")):
+        assert load_scenario(path).cells, path
