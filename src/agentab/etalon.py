@@ -19,9 +19,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentab.bricks import exclude_from_git
 from agentab.errors import AgentabError, problem
 
 GIT_IDENTITY = ("agent", "agent@agentab.invalid")
+# Files the workflow engine itself leaves in a clone: never the agent's work.
+TOOLING_FILES = [".snakemake_timestamp"]
 
 
 @dataclass(frozen=True)
@@ -194,6 +197,7 @@ def fresh_clone(location: str, tag: str, dest: Path, mirrors_dir: Path) -> str:
     git("remote", "remove", "origin", cwd=dest)
     git("config", "user.name", GIT_IDENTITY[0], cwd=dest)
     git("config", "user.email", GIT_IDENTITY[1], cwd=dest)
+    exclude_from_git(dest, TOOLING_FILES)
     return tag_sha(dest, tag)
 
 

@@ -340,8 +340,8 @@ def _type_fix(path: list) -> str:
 # ---------------------------------------------------------------------------- rules
 
 
-def parse_duration(value: int | str) -> float:
-    if isinstance(value, int):
+def parse_duration(value: float | str) -> float:
+    if isinstance(value, int | float):
         return float(value)
     number, unit = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)\s*([smh])", value.strip()).groups()
     return float(number) * {"s": 1, "m": 60, "h": 3600}[unit]

@@ -1,0 +1,23 @@
+# agentab: scenario -> clone -> agent run -> validators -> measures.json -> synthesis.
+# Every decision is made by the `agentab` package; the rules only ask it and call its steps.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/harness.smk"
+include: "rules/clone.smk"
+include: "rules/run.smk"
+include: "rules/validate.smk"
+include: "rules/measure.smk"
+include: "rules/aggregate.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        PLAN.targets(),

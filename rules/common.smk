@@ -1,0 +1,41 @@
+# Shared by every rule: the checked config, the plan of runs the package makes from the
+# scenarios, and the paths. A scenario with a problem stops here, before anything runs.
+import sys
+
+from snakemake.utils import validate
+
+from agentab.errors import AgentabError
+from agentab.workflow import SYNTHESIS_FILES, Plan, as_param
+
+
+validate(config, schema="../config/config.schema.yaml")
+
+try:
+    PLAN = Plan.from_config(config)
+except AgentabError as error:
+    sys.stderr.write(f"agentab: nothing runs.\n{error.render()}\n")
+    raise SystemExit(2)
+
+# The interpreter that runs Snakemake has agentab installed: every step uses it, on this
+# machine or on a cluster node that shares the filesystem.
+PY = sys.executable
+RESULTS = str(PLAN.results)
+STATE = str(PLAN.state)
+HARNESSES = str(PLAN.harnesses)
+RUN = RESULTS + "/{scenario}/runs/{cell}/{rep}"
+
+
+wildcard_constraints:
+    scenario=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    cell=r"[a-z0-9]+(-[a-z0-9]+)*",
+    rep=r"r[0-9][0-9]+",
+    validator=r"[^/]+",
+    harness=r"[a-z0-9_-]+",
+
+
+def rep_number(wildcards):
+    return int(wildcards.rep[1:])
+
+
+def scenario_file(wildcards):
+    return PLAN.scenario_file(wildcards.scenario)

@@ -1,0 +1,27 @@
+# measures.json per run: the metric contract applied to the validators' outputs and to any
+# filled form. Editing the contract reruns only these jobs and the synthesis.
+
+
+rule measure_run:
+    input:
+        run=RUN + "/run.json",
+        outputs=lambda w: [
+            f"{RUN}/validators/{v}.json".format(**w) for v in PLAN.scored_validators(w.scenario)
+        ],
+        forms=lambda w: PLAN.filled_forms(w.scenario),
+    output:
+        RUN + "/measures.json",
+    params:
+        contract=lambda w: PLAN.measure_params(w.scenario),
+        scenario=scenario_file,
+        rep=rep_number,
+        run_dir=lambda w: RUN.format(**w),
+        results_dir=lambda w: f"{RESULTS}/{w.scenario}",
+    log:
+        RUN + "/logs/measure.log",
+    group:
+        "run"
+    shell:
+        "{PY:q} -m agentab.steps.measure --scenario {params.scenario:q} --cell {wildcards.cell} "
+        "--rep {params.rep} --run-dir {params.run_dir:q} --results-dir {params.results_dir:q} "
+        "> {log:q} 2>&1"

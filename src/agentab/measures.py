@@ -1,0 +1,137 @@
+"""measures.json: one per run, the unit every table and verdict is rebuilt from.
+
+A run is `failed` when the agent's run ended as an outcome that cannot be scored (timeout, the
+agent's own error), `invalid` when a validator could not score it or the metric contract is not
+met, and `valid` otherwise. Metrics a form has not been filled for yet are `pending`: the run
+stays valid and the metric simply has no value yet.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agentab.scenario import Cell, Scenario
+
+SCHEMA_VERSION = 1
+
+
+def run_id(slug: str, rep: int) -> str:
+    return f"{slug}/{rep_folder(rep)}"
+
+
+def rep_folder(rep: int) -> str:
+    return f"r{rep:02d}"
+
+
+def provenance(run: dict) -> dict:
+    facts = run.get("facts") or {}
+    tokens = facts.get("tokens") or {}
+    return {
+        "etalon_sha": (run.get("etalon") or {}).get("sha"),
+        "harness": run.get("harness"),
+        "harness_version": run.get("harness_version"),
+        "provider": run.get("provider"),
+        "model": run.get("model"),
+        "thinking": run.get("thinking"),
+        "argv": run.get("argv", []),
+        "started": run.get("started"),
+        "duration_s": run.get("duration_s"),
+        "tokens": {"input": tokens.get("input", 0), "output": tokens.get("output", 0)},
+        "cost_usd": facts.get("cost_usd"),
+    }
+
+
+def form_metrics(scenario: Scenario) -> dict[str, str]:
+    """metric -> the form validator that fills it."""
+    return {
+        metric: spec.name
+        for spec in scenario.validators.values()
+        if spec.mode == "form"
+        for metric in spec.options.get("fills", [])
+    }
+
+
+def build_measures(
+    scenario: Scenario,
+    cell: Cell,
+    rep: int,
+    run: dict,
+    outputs: dict[str, dict],
+    form_answers: dict[str, dict] | None = None,
+) -> dict:
+    """Combine a run's record and its validators' outputs into its measures.
+
+    `outputs`: validator name -> its validators/<name>.json (script and judge validators).
+    `form_answers`: form validator name -> the answers filled for this run ({} when none yet).
+    """
+    measures = {
+        "schema": SCHEMA_VERSION,
+        "scenario": scenario.name,
+        "cell": cell.name,
+        "rep": rep,
+        "run": run_id(cell.slug, rep),
+        "status": "valid",
+        "metrics": {},
+        "extra": {},
+        "reasons": {},
+        "problems": [],
+        "pending": [],
+        "provenance": provenance(run),
+    }
+    outcome = run.get("outcome") or {}
+    if outcome.get("status") == "failed":
+        measures["status"] = "failed"
+        measures["problems"].append(outcome.get("reason") or "the agent's run failed")
+        return measures
+
+    returned, producers = _collect_returned(outputs, measures)
+    fills = form_metrics(scenario)
+    for name, answers in (form_answers or {}).items():
+        for metric, value in answers.items():
+            if metric in returned:
+                measures["problems"].append(
+                    f"form {name}: `{metric}` is measured by validator {producers[metric]}; a form may not overwrite it"
+                )
+                continue
+            returned[metric] = value
+            producers[metric] = name
+    for metric in scenario.metrics:
+        if metric in returned:
+            measures["metrics"][metric] = returned[metric]
+        elif metric in fills:
+            measures["pending"].append(metric)
+        else:
+            measures["problems"].append(f"no validator returned the contract metric `{metric}`")
+    measures["extra"] = {k: v for k, v in returned.items() if k not in scenario.metrics}
+    if measures["problems"]:
+        measures["status"] = "invalid"
+    return measures
+
+
+def _collect_returned(outputs: dict[str, dict], measures: dict) -> tuple[dict, dict]:
+    returned: dict = {}
+    producers: dict[str, str] = {}
+    for name, output in outputs.items():
+        if not output.get("ok"):
+            measures["problems"].append(f"validator {name}: {output.get('problem') or 'could not score the run'}")
+            continue
+        if output.get("reasons"):
+            measures["reasons"][name] = output["reasons"]
+        for metric, value in output.get("metrics", {}).items():
+            if metric in returned:
+                measures["problems"].append(
+                    f"metric `{metric}` is returned by both {producers[metric]} and {name}"
+                )
+                continue
+            returned[metric] = value
+            producers[metric] = name
+    return returned, producers
+
+
+def write_json(data: dict, path: Path) -> None:
+    """Write atomically: a killed job leaves the old file or none, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+    partial.replace(path)
