@@ -11,24 +11,32 @@ localrules:
 
 rule synthesize:
     input:
-        frozen=RESULTS + "/{scenario}/scenario.toml",
+        frozen=result("{scenario}", "scenario.toml"),
         measures=lambda w: PLAN.all_measures(w.scenario),
         code=PLAN.synthesis_code(),
     output:
-        [RESULTS + "/{scenario}/" + name for name in SYNTHESIS_FILES],
+        [result("{scenario}", name) for name in SYNTHESIS_FILES],
     log:
-        RESULTS + "/{scenario}/logs/synthesize.log",
+        result("{scenario}", "logs", "synthesize.log"),
+    conda:
+        "../envs/agentab.yaml"
+    params:
+        results_dir=lambda w: result(w.scenario),
     shell:
-        "{PY:q} -m agentab.cli synthesize {RESULTS:q}/{wildcards.scenario} > {log:q} 2>&1"
+        "{PY:q} -m agentab.cli synthesize {params.results_dir:q} > {log:q} 2>&1"
 
 
 rule form_blank:
     input:
         measures=lambda w: PLAN.all_measures(w.scenario),
     output:
-        RESULTS + "/{scenario}/forms/{validator}.blank.toml",
+        result("{scenario}", "forms", "{validator}.blank.toml"),
     log:
-        RESULTS + "/{scenario}/logs/form-{validator}.log",
+        result("{scenario}", "logs", "form-{validator}.log"),
+    conda:
+        "../envs/agentab.yaml"
+    params:
+        results_dir=lambda w: result(w.scenario),
     shell:
-        "{PY:q} -m agentab.cli form blank {RESULTS:q}/{wildcards.scenario} "
+        "{PY:q} -m agentab.cli form blank {params.results_dir:q} "
         "--validator {wildcards.validator:q} > {log:q} 2>&1"

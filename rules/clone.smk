@@ -2,30 +2,35 @@
 # is gone once the run's patch is taken, and only an agent rerun needs it again).
 
 
+# The highest priority: the frozen copy is written before the first agent run starts. It is
+# not an input of the clone (even as ancient): Snakemake 9.27 skips the params check of every
+# job downstream of a job that must rerun, so an edited scenario would then hide an edited
+# metric contract from the measure jobs.
 rule freeze_scenario:
     input:
         scenario_file,
     output:
-        RESULTS + "/{scenario}/scenario.toml",
+        result("{scenario}", "scenario.toml"),
     log:
-        RESULTS + "/{scenario}/logs/freeze.log",
+        result("{scenario}", "logs", "freeze.log"),
+    priority: 100
+    conda:
+        "../envs/agentab.yaml"
     shell:
         "{PY:q} -m agentab.steps.freeze --scenario {input:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule clone_etalon:
-    input:
-        # ancient: the frozen copy must exist before the first run, but rewriting it (an
-        # edited validator, say) must not reclone and rerun every agent run.
-        frozen=ancient(RESULTS + "/{scenario}/scenario.toml"),
     output:
-        temp(directory(STATE + "/clones/{scenario}/{cell}/{rep}")),
-    params:
-        scenario=scenario_file,
+        temp(directory(state("clones", "{scenario}", "{cell}", "{rep}"))),
     log:
-        RUN + "/logs/clone.log",
+        run_file("logs", "clone.log"),
     group:
         "run"
+    conda:
+        "../envs/agentab.yaml"
+    params:
+        scenario=scenario_file,
     shell:
         "{PY:q} -m agentab.steps.clone --scenario {params.scenario:q} --out {output:q} "
         "--mirrors-dir {STATE:q}/mirrors > {log:q} 2>&1"

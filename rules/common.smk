@@ -7,7 +7,6 @@ from snakemake.utils import validate
 from agentab.errors import AgentabError
 from agentab.workflow import SYNTHESIS_FILES, Plan, as_param
 
-
 validate(config, schema="../config/config.schema.yaml")
 
 try:
@@ -22,7 +21,26 @@ PY = sys.executable
 RESULTS = str(PLAN.results)
 STATE = str(PLAN.state)
 HARNESSES = str(PLAN.harnesses)
-RUN = RESULTS + "/{scenario}/runs/{cell}/{rep}"
+# Where API keys live, for real providers: a path on the command line, never a key.
+CREDENTIALS = PLAN.credentials_argument()
+
+
+def result(*parts):
+    """A path under results/ (paths are joined, never concatenated)."""
+    return str(PLAN.results.joinpath(*parts))
+
+
+def run_file(*parts):
+    """A path in one run's folder: results/<scenario>/runs/<cell>/r<NN>/..."""
+    return result("{scenario}", "runs", "{cell}", "{rep}", *parts)
+
+
+def state(*parts):
+    return str(PLAN.state.joinpath(*parts))
+
+
+def harness_file(*parts):
+    return str(PLAN.harnesses.joinpath(*parts))
 
 
 wildcard_constraints:

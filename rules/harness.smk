@@ -1,11 +1,19 @@
 # The pinned agent CLI, installed once into the project (shared storage on a cluster).
 
 
+# On the login node: compute nodes often reach no package registry; the install still lands
+# on shared storage, where every job finds it.
+localrules:
+    install_harness,
+
+
 rule install_harness:
     output:
-        HARNESSES + "/{harness}/{version}/installed.json",
+        harness_file("{harness}", "{version}", "installed.json"),
     log:
-        STATE + "/logs/install-{harness}-{version}.log",
+        state("logs", "install-{harness}-{version}.log"),
+    conda:
+        "../envs/agentab.yaml"
     shell:
         "{PY:q} -m agentab.steps.install --harness {wildcards.harness} "
         "--version {wildcards.version} --harnesses-dir {HARNESSES:q} > {log:q} 2>&1"

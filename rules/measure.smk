@@ -4,23 +4,26 @@
 
 rule measure_run:
     input:
-        run=RUN + "/run.json",
+        run=run_file("run.json"),
         outputs=lambda w: [
-            f"{RUN}/validators/{v}.json".format(**w) for v in PLAN.scored_validators(w.scenario)
+            run_file("validators", f"{v}.json").format(**w)
+            for v in PLAN.scored_validators(w.scenario)
         ],
         forms=lambda w: PLAN.filled_forms(w.scenario),
     output:
-        RUN + "/measures.json",
+        run_file("measures.json"),
+    log:
+        run_file("logs", "measure.log"),
+    group:
+        "run"
+    conda:
+        "../envs/agentab.yaml"
     params:
         contract=lambda w: PLAN.measure_params(w.scenario),
         scenario=scenario_file,
         rep=rep_number,
-        run_dir=lambda w: RUN.format(**w),
-        results_dir=lambda w: f"{RESULTS}/{w.scenario}",
-    log:
-        RUN + "/logs/measure.log",
-    group:
-        "run"
+        run_dir=lambda w: run_file().format(**w),
+        results_dir=lambda w: result(w.scenario),
     shell:
         "{PY:q} -m agentab.steps.measure --scenario {params.scenario:q} --cell {wildcards.cell} "
         "--rep {params.rep} --run-dir {params.run_dir:q} --results-dir {params.results_dir:q} "

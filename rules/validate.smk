@@ -4,22 +4,26 @@
 
 rule validate_run:
     input:
-        run=RUN + "/run.json",
-        stream=RUN + "/stream.jsonl",
-        patch=RUN + "/result.patch",
+        run=run_file("run.json"),
+        stream=run_file("stream.jsonl"),
+        patch=run_file("result.patch"),
     output:
-        RUN + "/validators/{validator}.json",
+        run_file("validators", "{validator}.json"),
+    log:
+        run_file("logs", "validate-{validator}.log"),
+    group:
+        "run"
+    conda:
+        "../envs/agentab.yaml"
+    resources:
+        runtime=lambda w: PLAN.validator_minutes(w.scenario, w.validator),
     params:
         validator=lambda w: PLAN.validator_params(w.scenario, w.validator),
         settings=lambda w: as_param(PLAN.judge_settings()),
         scenario=scenario_file,
         rep=rep_number,
-        run_dir=lambda w: RUN.format(**w),
-        scratch=lambda w: f"{STATE}/scratch/{w.scenario}/{w.cell}/{w.rep}/{w.validator}",
-    log:
-        RUN + "/logs/validate-{validator}.log",
-    group:
-        "run"
+        run_dir=lambda w: run_file().format(**w),
+        scratch=lambda w: state("scratch", w.scenario, w.cell, w.rep, w.validator),
     shell:
         "{PY:q} -m agentab.steps.validate --scenario {params.scenario:q} --cell {wildcards.cell} "
         "--rep {params.rep} --validator {wildcards.validator:q} --run-dir {params.run_dir:q} "

@@ -10,7 +10,9 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def make_git_repo(path: Path, files: dict[str, str], tag: str = "v1.0", branch: str = "main") -> str:
+def make_git_repo(
+    path: Path, files: dict[str, str], tag: str = "v1.0", branch: str = "main"
+) -> str:
     """A small repository with one commit, tagged; returns the commit's SHA."""
     path.mkdir(parents=True, exist_ok=True)
     env = {

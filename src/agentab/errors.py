@@ -22,7 +22,8 @@ class Problem:
 
     def render(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}"
-        text = f"{where}: [{self.key}] {self.message}" if self.key else f"{where}: {self.message}"
+        parts = [f"{where}:" if where else "", f"[{self.key}]" if self.key else "", self.message]
+        text = " ".join(part for part in parts if part)
         return f"{text}\n  fix: {self.fix}" if self.fix else text
 
     def as_dict(self) -> dict:

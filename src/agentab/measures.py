@@ -114,7 +114,9 @@ def _collect_returned(outputs: dict[str, dict], measures: dict) -> tuple[dict, d
     producers: dict[str, str] = {}
     for name, output in outputs.items():
         if not output.get("ok"):
-            measures["problems"].append(f"validator {name}: {output.get('problem') or 'could not score the run'}")
+            measures["problems"].append(
+                f"validator {name}: {output.get('problem') or 'could not score the run'}"
+            )
             continue
         if output.get("reasons"):
             measures["reasons"][name] = output["reasons"]
@@ -133,5 +135,7 @@ def write_json(data: dict, path: Path) -> None:
     """Write atomically: a killed job leaves the old file or none, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+    partial.write_text(
+        json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8"
+    )
     partial.replace(path)

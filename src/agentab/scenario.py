@@ -581,7 +581,8 @@ def _judge_metrics(spec: dict, sc_dir: Path, key: str, sink: _Collector, check: 
             "fix the schema file",
         )
         return set()
-    return set(schema.get("properties", {}))
+    # `reason` and `reasons` carry the judge's explanation, not a metric (validators/judge.py).
+    return set(schema.get("properties", {})) - {"reason", "reasons"}
 
 
 def _check_validators(data: dict, sc_dir: Path, sink: _Collector, check: bool) -> None:

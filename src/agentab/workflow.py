@@ -9,6 +9,7 @@ agent run, and editing the metric contract reruns only the measures and the synt
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -32,6 +33,7 @@ class Plan:
     """The scenarios of one workflow invocation, loaded and checked once."""
 
     scenarios: dict[str, Scenario]
+    scenario_paths: dict[str, str]  # as the config gives them: a moved project reruns nothing
     results: Path
     state: Path
     harnesses: Path
@@ -43,16 +45,33 @@ class Plan:
         if isinstance(paths, str):
             paths = [paths]
         if not paths:
-            raise AgentabError(problem(config_file, "scenarios", "no scenario to run", "list scenario files under `scenarios:` (e.g. scenarios/demo/scenario.toml)"))
+            raise AgentabError(
+                problem(
+                    config_file,
+                    "scenarios",
+                    "no scenario to run",
+                    "list scenario files under `scenarios:` (e.g. scenarios/demo/scenario.toml)",
+                )
+            )
         scenarios: dict[str, Scenario] = {}
+        scenario_paths: dict[str, str] = {}
         for path in paths:
             scenario = load_scenario(path)
             if scenario.name in scenarios:
-                raise AgentabError(problem(path, "scenario.name", f"two scenarios are named `{scenario.name}`; both would write results/{scenario.name}/", "rename one of them"))
+                raise AgentabError(
+                    problem(
+                        path,
+                        "scenario.name",
+                        f"two scenarios are named `{scenario.name}`; both would write results/{scenario.name}/",
+                        "rename one of them",
+                    )
+                )
             scenarios[scenario.name] = scenario
+            scenario_paths[scenario.name] = str(path)
         state = Path(config.get("state") or DEFAULTS["state"])
         return cls(
             scenarios=scenarios,
+            scenario_paths=scenario_paths,
             results=Path(config.get("results") or DEFAULTS["results"]),
             state=state,
             harnesses=Path(config.get("harnesses") or state / "harnesses"),
@@ -70,43 +89,67 @@ class Plan:
     def targets(self) -> list[str]:
         """Everything `snakemake` with no target builds: each scenario's synthesis and forms."""
         files = []
-        for name, scenario in self.scenarios.items():
+        for name in self.scenarios:
             files += [str(self.results_dir(name) / f) for f in SYNTHESIS_FILES]
-            files += [str(self.results_dir(name) / "forms" / f"{v}.blank.toml") for v in self.form_validators(name)]
+            files += [
+                str(self.results_dir(name) / "forms" / f"{v}.blank.toml")
+                for v in self.form_validators(name)
+            ]
         return files
 
     def runs(self, scenario: str) -> list[tuple[str, str]]:
         sc = self.scenarios[scenario]
-        return [(cell.slug, rep_folder(rep)) for cell in sc.cells for rep in range(1, sc.repetitions + 1)]
+        return [
+            (cell.slug, rep_folder(rep))
+            for cell in sc.cells
+            for rep in range(1, sc.repetitions + 1)
+        ]
 
     def all_measures(self, scenario: str) -> list[str]:
-        return [str(self.run_dir(scenario, cell, rep) / "measures.json") for cell, rep in self.runs(scenario)]
+        return [
+            str(self.run_dir(scenario, cell, rep) / "measures.json")
+            for cell, rep in self.runs(scenario)
+        ]
 
     # ------------------------------------------------------------------ per rule
 
     def scenario_file(self, scenario: str) -> str:
-        return str(self.scenarios[scenario].path)
+        return self.scenario_paths[scenario]
 
     def harness_marker(self, scenario: str, cell: str) -> str:
         agent = self.scenarios[scenario].cell(cell).agent
         return str(self.harnesses / agent.harness / agent.version / "installed.json")
 
     def harness_markers(self) -> list[tuple[str, str]]:
-        return sorted({(c.agent.harness, c.agent.version) for sc in self.scenarios.values() for c in sc.cells})
+        return sorted(
+            {(c.agent.harness, c.agent.version) for sc in self.scenarios.values() for c in sc.cells}
+        )
 
     def run_params(self, scenario: str, cell: str) -> str:
         sc = self.scenarios[scenario]
-        return as_param({"etalon": {"location": sc.etalon.location, "tag": sc.etalon.tag}, **self._run_config(scenario, cell)})
+        etalon = {"repo": sc.etalon.repo, "tag": sc.etalon.tag}
+        return as_param({"etalon": etalon, **self._run_config(scenario, cell)})
 
     @cached_property
     def _cell_configs(self) -> dict:
-        return {(name, c.slug): c.run_config() for name, sc in self.scenarios.items() for c in sc.cells}
+        return {
+            (name, c.slug): c.run_config() for name, sc in self.scenarios.items() for c in sc.cells
+        }
 
     def _run_config(self, scenario: str, cell: str) -> dict:
         return self._cell_configs[(scenario, cell)]
 
     def timeout_minutes(self, scenario: str, cell: str) -> int:
         return max(1, int(self.scenarios[scenario].cell(cell).agent.timeout_s // 60) + 5)
+
+    def validator_minutes(self, scenario: str, validator: str) -> int:
+        """A validator job's time limit on a cluster: its own timeout, with room to check out."""
+        from agentab.scenario import parse_duration
+        from agentab.validators.script import DEFAULT_TIMEOUT_S
+
+        spec = self.scenarios[scenario].validators[validator]
+        timeout_s = parse_duration(spec.options.get("timeout", DEFAULT_TIMEOUT_S))
+        return max(1, int(timeout_s // 60) + 5)
 
     def scored_validators(self, scenario: str) -> list[str]:
         """Validators with a job per run (script and judge); forms are filled by a person."""
@@ -122,18 +165,36 @@ class Plan:
         settings = self.judge_settings() if spec.mode == "judge" else {}
         return as_param({"validator": spec.as_dict(), "files": files, "settings": settings})
 
+    def credentials_argument(self) -> str:
+        """`--credentials FILE` for the run step when the config names one, else nothing."""
+        path = self.config.get("credentials")
+        return f"--credentials {shlex.quote(str(Path(path).absolute()))}" if path else ""
+
     def judge_settings(self) -> dict:
-        keys = ("credentials", "judge_base_url", "judge_timeout_s", "judge_max_attempts", "judge_backoff_s", "judge_backoff_max_s")
+        keys = (
+            "credentials",
+            "judge_base_url",
+            "judge_timeout_s",
+            "judge_max_attempts",
+            "judge_backoff_s",
+            "judge_backoff_max_s",
+        )
         return {k: self.config[k] for k in keys if self.config.get(k) is not None}
 
     def measure_params(self, scenario: str) -> str:
         sc = self.scenarios[scenario]
-        return as_param({"metrics": sc.metrics, "validators": {n: s.mode for n, s in sc.validators.items()}})
+        return as_param(
+            {"metrics": sc.metrics, "validators": {n: s.mode for n, s in sc.validators.items()}}
+        )
 
     def filled_forms(self, scenario: str) -> list[str]:
         """Filled forms that exist: an input of every measure job, so filling one updates the measures."""
         forms = self.results_dir(scenario) / "forms"
-        return [str(forms / f"{v}.toml") for v in self.form_validators(scenario) if (forms / f"{v}.toml").exists()]
+        return [
+            str(forms / f"{v}.toml")
+            for v in self.form_validators(scenario)
+            if (forms / f"{v}.toml").exists()
+        ]
 
     def synthesis_code(self) -> list[str]:
         """The package files that decide the synthesis: editing one reruns only the synthesis."""

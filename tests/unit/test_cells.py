@@ -14,7 +14,9 @@ value_names = st.text(alphabet="abcdefgh", min_size=1, max_size=4)
 
 @st.composite
 def matrices(draw):
-    dimensions = draw(st.lists(st.sampled_from(["ctx", "think", "tool", "task"]), max_size=3, unique=True))
+    dimensions = draw(
+        st.lists(st.sampled_from(["ctx", "think", "tool", "task"]), max_size=3, unique=True)
+    )
     axes = {d: draw(st.lists(value_names, min_size=1, max_size=3, unique=True)) for d in dimensions}
     deltas = {
         d: {v: {"context_files": [f"{d}/{v}.md"]} for v in values[1:]} for d, values in axes.items()

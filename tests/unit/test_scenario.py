@@ -72,7 +72,12 @@ run = ["validators/tests.py"]
 def scenario_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "scenario"
     make_git_repo(folder / "calc", {"calc.py": "x = 1\n"})
-    for rel in ("bricks/run-tests.md", "bricks/guard.ts", "bricks/agents/reviewer.md", "validators/tests.py"):
+    for rel in (
+        "bricks/run-tests.md",
+        "bricks/guard.ts",
+        "bricks/agents/reviewer.md",
+        "validators/tests.py",
+    ):
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(f"{rel}\n")
     return folder
@@ -142,7 +147,14 @@ def test_check_json_lists_problems(scenario_dir: Path, capsys) -> None:
 
 @pytest.mark.parametrize(
     "mandatory",
-    ['harness = "pi"', 'version = "1.6.0"', 'provider = "offline"', 'model = "demo"', 'thinking = "off"', 'timeout = "15m"'],
+    [
+        'harness = "pi"',
+        'version = "1.6.0"',
+        'provider = "offline"',
+        'model = "demo"',
+        'thinking = "off"',
+        'timeout = "15m"',
+    ],
 )
 def test_every_agent_field_is_mandatory(scenario_dir: Path, mandatory: str) -> None:
     key = mandatory.split(" ")[0]
@@ -152,7 +164,11 @@ def test_every_agent_field_is_mandatory(scenario_dir: Path, mandatory: str) -> N
 
 @pytest.mark.parametrize(
     ("line", "key"),
-    [("repetitions = 10", "protocol.repetitions"), ('tag = "v1.0"', "etalon.tag"), ('repo = "calc"', "etalon.repo")],
+    [
+        ("repetitions = 10", "protocol.repetitions"),
+        ('tag = "v1.0"', "etalon.tag"),
+        ('repo = "calc"', "etalon.repo"),
+    ],
 )
 def test_protocol_and_etalon_are_mandatory(scenario_dir: Path, line: str, key: str) -> None:
     assert key in problems_of(scenario_dir, SEED_MATRIX.replace(line + "\n", ""))
@@ -169,13 +185,17 @@ def test_unknown_key_is_refused_with_a_hint(scenario_dir: Path) -> None:
 
 
 def test_unknown_key_in_a_delta(scenario_dir: Path) -> None:
-    message = problems_of(scenario_dir, SEED_MATRIX.replace("context_files = [", "context_file = ["))
+    message = problems_of(
+        scenario_dir, SEED_MATRIX.replace("context_files = [", "context_file = [")
+    )
     assert "deltas.context.rule.context_file" in message and "context_files" in message
 
 
 @pytest.mark.parametrize("value", ["0", "-1", '"10"', "2.5"])
 def test_repetitions_is_an_integer_at_least_one(scenario_dir: Path, value: str) -> None:
-    message = problems_of(scenario_dir, SEED_MATRIX.replace("repetitions = 10", f"repetitions = {value}"))
+    message = problems_of(
+        scenario_dir, SEED_MATRIX.replace("repetitions = 10", f"repetitions = {value}")
+    )
     assert "protocol.repetitions" in message
 
 
@@ -198,9 +218,11 @@ def test_delta_used_by_nothing_is_an_error(scenario_dir: Path) -> None:
 
 
 def test_variant_names_only_declared_deltas(scenario_dir: Path) -> None:
-    text = SEED_MATRIX.replace('harness = ["extension", "agents"]', 'harness = ["extension", "agent"]')
+    text = SEED_MATRIX.replace(
+        'harness = ["extension", "agents"]', 'harness = ["extension", "agent"]'
+    )
     message = problems_of(scenario_dir, text)
-    assert 'variants.full stack.harness' in message and "`harness = agent`" in message
+    assert "variants.full stack.harness" in message and "`harness = agent`" in message
 
 
 def test_two_deltas_setting_one_scalar_in_a_cell(scenario_dir: Path) -> None:
@@ -268,7 +290,12 @@ def test_unreachable_repository(scenario_dir: Path) -> None:
 def test_bundle_etalon(scenario_dir: Path, tmp_path: Path) -> None:
     import subprocess
 
-    subprocess.run(["git", "bundle", "create", str(scenario_dir / "calc.bundle"), "--all"], cwd=scenario_dir / "calc", check=True, capture_output=True)
+    subprocess.run(
+        ["git", "bundle", "create", str(scenario_dir / "calc.bundle"), "--all"],
+        cwd=scenario_dir / "calc",
+        check=True,
+        capture_output=True,
+    )
     text = SEED_MATRIX.replace('repo = "calc"', 'repo = "calc.bundle"')
     assert load_scenario(write(scenario_dir, text)).etalon.location.endswith("calc.bundle")
 
@@ -280,7 +307,9 @@ def test_toml_syntax_error_names_the_line(scenario_dir: Path) -> None:
 
 def test_form_may_not_fill_a_judge_metric(scenario_dir: Path) -> None:
     (scenario_dir / "rubric.md").write_text("r")
-    (scenario_dir / "schema.json").write_text(json.dumps({"type": "object", "properties": {"ran_tests": {"type": "boolean"}}}))
+    (scenario_dir / "schema.json").write_text(
+        json.dumps({"type": "object", "properties": {"ran_tests": {"type": "boolean"}}})
+    )
     text = SEED_MATRIX + textwrap.dedent(
         """
         [validators.scope]
@@ -299,7 +328,10 @@ def test_form_may_not_fill_a_judge_metric(scenario_dir: Path) -> None:
 
 
 def test_all_problems_are_reported_at_once(scenario_dir: Path) -> None:
-    text = SEED_MATRIX.replace('tag = "v1.0"', 'tag = "main"') + '\n[deltas.thinking.hihg]\nthinking = "high"\n'
+    text = (
+        SEED_MATRIX.replace('tag = "v1.0"', 'tag = "main"')
+        + '\n[deltas.thinking.hihg]\nthinking = "high"\n'
+    )
     (scenario_dir / "bricks/guard.ts").unlink()
     message = problems_of(scenario_dir, text)
     assert "deltas.thinking.hihg" in message and "guard.ts" in message

@@ -4,8 +4,9 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-context = json.load(open(sys.argv[1]))
+context = json.loads(Path(sys.argv[1]).read_text())
 result = subprocess.run(
     [sys.executable, "-m", "unittest", "-q"],
     cwd=context["workdir"],
@@ -14,4 +15,8 @@ result = subprocess.run(
     timeout=60,
 )
 summary = (result.stderr.strip().splitlines() or ["no output"])[-1]
-print(json.dumps({"metrics": {"tests_pass": result.returncode == 0}, "reasons": {"tests_pass": summary}}))
+print(
+    json.dumps(
+        {"metrics": {"tests_pass": result.returncode == 0}, "reasons": {"tests_pass": summary}}
+    )
+)

@@ -15,7 +15,9 @@ from pathlib import Path
 from agentab.errors import AgentabError
 
 
-def run_step(build: Callable[[argparse.ArgumentParser], None], act: Callable[[argparse.Namespace], int]) -> None:
+def run_step(
+    build: Callable[[argparse.ArgumentParser], None], act: Callable[[argparse.Namespace], int]
+) -> None:
     """Parse the step's arguments, act, and turn a user error into its message and exit 2."""
     parser = argparse.ArgumentParser(prog=f"python -m {sys.modules['__main__'].__spec__.name}")
     build(parser)

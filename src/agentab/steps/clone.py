@@ -11,7 +11,9 @@ from agentab.steps import run_step
 
 def build(parser) -> None:
     parser.add_argument("--scenario", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True, help="the clone's folder (emptied first)")
+    parser.add_argument(
+        "--out", type=Path, required=True, help="the clone's folder (emptied first)"
+    )
     parser.add_argument("--mirrors-dir", type=Path, required=True)
 
 

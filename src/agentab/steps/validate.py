@@ -22,9 +22,13 @@ def build(parser) -> None:
     add_run_arguments(parser)
     parser.add_argument("--validator", required=True)
     parser.add_argument("--run-dir", type=Path, required=True)
-    parser.add_argument("--scratch-dir", type=Path, required=True, help="private to this job; removed after")
+    parser.add_argument(
+        "--scratch-dir", type=Path, required=True, help="private to this job; removed after"
+    )
     parser.add_argument("--mirrors-dir", type=Path, required=True)
-    parser.add_argument("--settings", default="{}", help="judge settings from the workflow config, as JSON")
+    parser.add_argument(
+        "--settings", default="{}", help="judge settings from the workflow config, as JSON"
+    )
 
 
 def act(args) -> int:
@@ -41,7 +45,9 @@ def act(args) -> int:
         write_json(invalid_output(spec.name, spec.mode, "not scored: the agent's run failed"), out)
         return 0
     context = build_context(args.run_dir, scenario.name, cell.slug, args.rep, cell.prompt)
-    shared_context = write_context(context, args.scratch_dir.with_name(args.scratch_dir.name + ".context.json"))
+    shared_context = write_context(
+        context, args.scratch_dir.with_name(args.scratch_dir.name + ".context.json")
+    )
     settings = judge_settings_from_config(json.loads(args.settings), Path.cwd())
     location, tag = scenario.etalon.location, scenario.etalon.tag
     try:
@@ -50,7 +56,9 @@ def act(args) -> int:
             scenario_dir=scenario.dir,
             context_path=shared_context,
             scratch_dir=args.scratch_dir,
-            checkout=lambda workdir, patch: checkout_with_patch(location, tag, patch, workdir, args.mirrors_dir),
+            checkout=lambda workdir, patch: checkout_with_patch(
+                location, tag, patch, workdir, args.mirrors_dir
+            ),
             settings=settings,
         )
         output = run_validator(job)

@@ -69,7 +69,9 @@ def run_script(job: ValidatorJob) -> dict:
     (job.audit_dir / "stderr.txt").write_bytes(stderr)
     if process.returncode != 0:
         lines = stderr.decode(errors="replace").strip().splitlines() or ["(no error output)"]
-        return invalid_output(name, "script", f"exit status {process.returncode}: {lines[-1][:SHOWN_OUTPUT_CHARS]}")
+        return invalid_output(
+            name, "script", f"exit status {process.returncode}: {lines[-1][:SHOWN_OUTPUT_CHARS]}"
+        )
     return parse_script_output(name, stdout.decode(errors="replace"))
 
 
@@ -84,4 +86,6 @@ def parse_script_output(name: str, text: str) -> dict:
     reasons = data.get("reasons") or {}
     if not isinstance(reasons, dict):
         return invalid_output(name, "script", '"reasons" is not an object')
-    return validator_output(name, "script", data["metrics"], {k: str(v) for k, v in reasons.items()})
+    return validator_output(
+        name, "script", data["metrics"], {k: str(v) for k, v in reasons.items()}
+    )

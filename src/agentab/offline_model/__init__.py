@@ -1,0 +1,34 @@
+"""The offline model: a local stand-in for a provider, following a seeded policy.
+
+`serve(policy, seed, log_path)` runs it in a thread for the length of a `with` block and
+yields its base URL (`http://127.0.0.1:<port>`; OpenAI clients append `/v1`, the Anthropic SDK
+uses it as is). `python -m agentab.offline_model` runs it as a process. The policy format is in
+`agentab.offline_model.policy`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from agentab.offline_model.policy import Policy, load_policy, shipped_policy_names
+from agentab.offline_model.server import OfflineModelServer
+
+__all__ = ["OfflineModelServer", "Policy", "load_policy", "serve", "shipped_policy_names"]
+
+
+@contextmanager
+def serve(policy: str, seed: int, log_path: Path, port: int = 0) -> Iterator[str]:
+    """Serve `policy` (a shipped name or a .toml path) on 127.0.0.1; yield its base URL."""
+    server = OfflineModelServer(load_policy(policy), seed, Path(log_path), port)
+    thread = threading.Thread(target=server.serve_forever, name="offline-model", daemon=True)
+    thread.start()
+    try:
+        yield server.base_url
+    finally:
+        server.stopping.set()  # releases handlers of a policy that never answers
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,226 @@
+"""Seeded policies: what the offline model answers, declared in TOML.
+
+A policy file (`policies/<name>.toml`, or any path) has these tables, all optional except
+`[policy]`:
+
+```toml
+[policy]
+description = "one line on what the policy is for"
+fail_status = 400          # answer every agent request with this HTTP error instead
+fail_message = "..."       #   (a provider error as pi sees one); 0 or absent: no error
+fail_first = 0             # only the first N requests fail (to exercise retries)
+hang = false               # never answer (the harness's timeout must end the run)
+
+[[steps]]                  # the agent's turns, in order; one step = one assistant reply
+id = "read"                # names the step's random draw, so a draw never depends on another
+say = "Let me read calc.py."
+tool = "read"              # a tool the request offers; a step whose tool is absent is skipped
+input = { path = "calc.py" }
+chance = 1.0               # probability that the step happens (default 1)
+otherwise = { tool = "edit", input = { ... } }   # what happens instead when it does not
+
+[[steps.when]]             # conditions that change the chance; the first one that holds wins
+system_contains = "always run the test suite"
+chance = 0.9
+
+[final]
+text = "What the last assistant message says."
+thinking = "A short reasoning text, sent only when the request asks for thinking."
+
+[judge]                    # answers to a forced tool call (a judge's verdict)
+default_chance = 0.5       # booleans with no rule
+[judge.properties.on_task]
+chance = 0.9               # true with this probability
+[judge.properties.ran_tests]
+prompt_contains = "python3 -m unittest"  # true when the prompt contains this string
+```
+
+Every draw is `random.Random(f"{seed}:{name}")`: the same seed and the same request give the
+same answer, whatever order requests arrive in, and a retried request gets the same answer.
+The plan of a conversation (which steps happen) is decided from the seed and the system
+prompt; the reply to a request is the plan's step whose index is the number of assistant
+messages the request already holds, then the final message.
+"""
+
+from __future__ import annotations
+
+import random
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from agentab.errors import AgentabError, problem
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    input: dict
+    id: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One assistant message, independent of the wire format it is sent in."""
+
+    text: str = ""
+    thinking: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """What a request says, reduced to what a policy may react to."""
+
+    system: str
+    prompt: str
+    tools: dict[str, dict] = field(default_factory=dict)  # name -> JSON schema of its input
+    assistant_turns: int = 0
+    thinking: str | None = None  # the level as sent, None when the request asks for none
+    forced_tool: str | None = None
+
+
+class Policy:
+    def __init__(self, name: str, data: dict, source: Path | str):
+        self.name = name
+        self.source = str(source)
+        self.data = data
+        self.settings = data.get("policy", {})
+        self.steps = data.get("steps", [])
+        self.final = data.get("final", {})
+        self.judge = data.get("judge", {})
+
+    @property
+    def hang(self) -> bool:
+        return bool(self.settings.get("hang", False))
+
+    def failure_for(self, request_number: int) -> tuple[int, str] | None:
+        """The HTTP error to answer the n-th request (1-based) with, if the policy fails it."""
+        status = int(self.settings.get("fail_status", 0))
+        if not status:
+            return None
+        first = int(self.settings.get("fail_first", 0))
+        if first and request_number > first:
+            return None
+        return status, str(self.settings.get("fail_message", "offline model: simulated error"))
+
+    def reply(self, conversation: Conversation, seed: int) -> Reply:
+        if conversation.forced_tool:
+            return self._judge_reply(conversation, seed)
+        plan = self.plan(conversation, seed)
+        turn = conversation.assistant_turns
+        if turn < len(plan):
+            return plan[turn]
+        thinking = self.final.get("thinking", "") if conversation.thinking else ""
+        return Reply(text=self.final.get("text", "Done."), thinking=thinking)
+
+    def plan(self, conversation: Conversation, seed: int) -> list[Reply]:
+        plan = []
+        for index, step in enumerate(self.steps):
+            step_id = step.get("id", f"step{index}")
+            happens = draw(seed, step_id) < self._chance(step, conversation)
+            chosen = step if happens else step.get("otherwise")
+            if not chosen or chosen.get("tool") not in conversation.tools:
+                continue
+            call = ToolCall(
+                name=chosen["tool"], input=dict(chosen.get("input", {})), id=f"call_{step_id}"
+            )
+            plan.append(Reply(text=chosen.get("say", step.get("say", "")), tool_calls=(call,)))
+        return plan
+
+    @staticmethod
+    def _chance(step: dict, conversation: Conversation) -> float:
+        for condition in step.get("when", []):
+            if condition_holds(condition, conversation):
+                return float(condition.get("chance", 1.0))
+        return float(step.get("chance", 1.0))
+
+    def _judge_reply(self, conversation: Conversation, seed: int) -> Reply:
+        schema = conversation.tools.get(conversation.forced_tool, {})
+        verdict = self._fill_object(schema, conversation, seed, prefix="judge")
+        call = ToolCall(name=conversation.forced_tool, input=verdict, id="call_verdict")
+        return Reply(tool_calls=(call,))
+
+    def _fill_object(self, schema: dict, conversation: Conversation, seed: int, prefix: str):
+        rules = self.judge.get("properties", {})
+        verdict = {}
+        for name, prop in schema.get("properties", {}).items():
+            rule = rules.get(name, {})
+            verdict[name] = self._fill_value(prop, rule, conversation, seed, f"{prefix}:{name}")
+        return verdict
+
+    def _fill_value(self, prop: dict, rule: dict, conversation: Conversation, seed: int, key):
+        if "value" in rule:
+            return rule["value"]
+        kind = prop.get("type")
+        if "enum" in prop:
+            return prop["enum"][0]
+        if kind == "boolean":
+            if "prompt_contains" in rule:
+                return rule["prompt_contains"] in conversation.prompt
+            chance = rule.get("chance", self.judge.get("default_chance", 0.5))
+            return draw(seed, key) < float(chance)
+        if kind in ("integer", "number"):
+            return prop.get("minimum", 0)
+        if kind == "array":
+            return []
+        if kind == "object":
+            return self._fill_object(prop, conversation, seed, key)
+        return rule.get("text", "offline model verdict")
+
+
+def condition_holds(condition: dict, conversation: Conversation) -> bool:
+    checks = {
+        "system_contains": lambda text: text in conversation.system,
+        "prompt_contains": lambda text: text in conversation.prompt,
+        "thinking": lambda level: (conversation.thinking or "off") == level,
+    }
+    return all(check(condition[key]) for key, check in checks.items() if key in condition)
+
+
+def draw(seed: int, name: str) -> float:
+    """A uniform draw in [0, 1) named by the seed and the decision it makes."""
+    return random.Random(f"{seed}:{name}").random()
+
+
+def shipped_policy_names() -> list[str]:
+    folder = resources.files("agentab.offline_model") / "policies"
+    return sorted(
+        p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml")
+    )
+
+
+def load_policy(name_or_path: str) -> Policy:
+    """A shipped policy by name (`demo`), or a policy file by path."""
+    if name_or_path.endswith(".toml"):
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise AgentabError(
+                problem(path, "", "no such policy file", "give the path of a policy TOML file")
+            )
+        return Policy(path.stem, parse(path.read_text(), path), path)
+    resource = resources.files("agentab.offline_model") / "policies" / f"{name_or_path}.toml"
+    if not resource.is_file():
+        known = ", ".join(shipped_policy_names())
+        raise AgentabError(
+            problem(
+                "scenario",
+                "agent.model",
+                f"the offline model has no policy named {name_or_path!r}",
+                f"use one of: {known}",
+            )
+        )
+    return Policy(name_or_path, parse(resource.read_text(), resource), str(resource))
+
+
+def parse(text: str, source) -> dict:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise AgentabError(
+            problem(source, "", f"not valid TOML: {error}", "fix the syntax")
+        ) from None
+    if "policy" not in data:
+        raise AgentabError(problem(source, "policy", "missing [policy] table", "add [policy]"))
+    return data

@@ -1,0 +1,230 @@
+"""The workflow end to end: the real snakemake, the real pi binary, the offline model.
+
+Each test is one promise of the workflow: the demo produces a measures.json per run and a
+synthesis; a crash is redone alone; editing a validator, the metric contract or the synthesis
+reruns only what depends on it; a killed Snakemake recovers with nothing lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.workflow import REPO, SNAKEMAKE, job_counts, make_project, measures_files, snakemake
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+CELLS = ["nothing-off", "nothing-high", "rule-off", "rule-high"]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, pi_installation) -> Path:
+    """The demo (2 repetitions) run once; tests that edit it work on their own copy."""
+    project = make_project(tmp_path_factory.mktemp("finished"), pi_installation.root.parents[1])
+    result = snakemake(project)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return project
+
+
+def copy_of(project: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "project"
+    subprocess.run(["cp", "-a", str(project), str(target)], check=True)
+    return target
+
+
+def dry_run(project: Path) -> dict[str, int]:
+    result = snakemake(project, "-n")
+    assert result.returncode == 0, result.stderr[-2000:]
+    return job_counts(result.stdout + result.stderr)
+
+
+def test_demo_writes_every_measures_and_the_synthesis(finished: Path) -> None:
+    files = measures_files(finished)
+    assert [f.parent.parent.name for f in files] == sorted(c for c in CELLS for _ in range(2))
+    for path in files:
+        measures = json.loads(path.read_text())
+        assert measures["status"] in ("valid", "invalid", "failed"), measures
+        assert measures["provenance"]["harness_version"] == "1.6.0"
+    results = finished / "results" / "demo"
+    for name in ("synthesis.md", "cells.csv", "gaps.csv", "measures.csv", "gaps.png", "gaps.svg"):
+        assert (results / name).stat().st_size > 0, name
+    assert (results / "scenario.toml").read_bytes() == (
+        finished / "demo" / "scenario.toml"
+    ).read_bytes()
+    assert (results / "forms" / "review.blank.toml").exists()
+    # no tooling file reached the agent's patch
+    for patch in (results / "runs").glob("*/r*/result.patch"):
+        assert b".snakemake_timestamp" not in patch.read_bytes()
+
+
+def test_up_to_date_means_nothing_to_do(finished: Path) -> None:
+    assert dry_run(finished) == {}
+
+
+def test_editing_a_validator_reruns_its_jobs_never_an_agent_run(
+    finished: Path, tmp_path: Path
+) -> None:
+    project = copy_of(finished, tmp_path)
+    runs_before = {p: p.stat().st_mtime_ns for p in (project / "results").rglob("run.json")}
+    script = project / "demo" / "validators" / "scope.py"
+    script.write_text(script.read_text() + "\n# stricter wording\n")
+    planned = dry_run(project)
+    assert planned == {"validate_run": 8, "measure_run": 8, "synthesize": 1, "form_blank": 1}
+    result = snakemake(project)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert job_counts(result.stderr + result.stdout) == planned
+    assert {p: p.stat().st_mtime_ns for p in (project / "results").rglob("run.json")} == runs_before
+
+
+def test_a_metric_already_returned_becomes_scored_without_remeasuring(
+    finished: Path, tmp_path: Path
+) -> None:
+    project = copy_of(finished, tmp_path)
+    scenario = project / "demo" / "scenario.toml"
+    scenario.write_text(
+        scenario.read_text().replace(
+            '"on_task", "readable"]', '"on_task", "readable", "tool_calls"]'
+        )
+    )
+    planned = dry_run(project)
+    assert set(planned) <= {"measure_run", "synthesize", "form_blank", "freeze_scenario"}
+    assert planned["measure_run"] == 8
+    result = snakemake(project)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for path in measures_files(project):
+        measures = json.loads(path.read_text())
+        if measures["status"] == "valid":
+            assert isinstance(measures["metrics"]["tool_calls"], int)
+            assert "tool_calls" not in measures["extra"]
+
+
+def test_editing_the_synthesis_template_reruns_only_the_synthesis(
+    finished: Path, tmp_path: Path
+) -> None:
+    project = copy_of(finished, tmp_path)
+    template = REPO / "src" / "agentab" / "templates" / "synthesis.md.j2"
+    original = template.read_bytes()
+    stat = template.stat()
+    # Snakemake compares a checksum, not only the mtime: the edit must change the content.
+    try:
+        template.write_bytes(original + b"{# an edit #}\n")
+        assert dry_run(project) == {"synthesize": 1}
+    finally:
+        template.write_bytes(original)
+        os.utime(template, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_an_agent_crash_fails_its_job_alone_and_is_redone_alone(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "crash", pi_installation.root.parents[1], repetitions=2)
+    marker = tmp_path / "crashed-once"
+    extension = project / "demo" / "bricks" / "crash-once.ts"
+    extension.write_text(
+        'import { openSync } from "node:fs";\n'
+        "export default function () {\n"
+        f'  try {{ openSync({json.dumps(str(marker))}, "wx"); }} catch {{ return; }}\n'
+        "  process.exit(3);  // the first run to load this crashes, as a harness bug would\n"
+        "}\n"
+    )
+    scenario = project / "demo" / "scenario.toml"
+    scenario.write_text(
+        scenario.read_text()
+        + '\n[deltas.harness.crashy]\nextensions = ["bricks/crash-once.ts"]\n'
+        + '\n[variants.crashy]\nharness = "crashy"\n'
+    )
+    first = snakemake(project)  # the default profile keeps going
+    assert first.returncode != 0
+    assert len(measures_files(project)) == 9  # 5 cells × 2, less the crashed run
+    assert marker.exists()
+    assert dry_run(project).get("run_agent") == 1
+    second = snakemake(project)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert job_counts(second.stderr + second.stdout)["run_agent"] == 1
+    assert len(measures_files(project)) == 10
+
+
+def test_kill_9_of_snakemake_then_rerun_incomplete_loses_nothing(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "killed", pi_installation.root.parents[1], repetitions=2)
+    process = subprocess.Popen(
+        [str(SNAKEMAKE), "--cores", "2"],
+        cwd=project,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        assert wait_for_agent(project, seconds=120), "no agent run started"
+        process.send_signal(signal.SIGKILL)  # Snakemake only: its agent runs are left running
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert snakemake(project, "--unlock").returncode == 0  # what a person does after a kill -9
+    result = snakemake(project, "--rerun-incomplete")
+    assert result.returncode == 0, result.stderr[-3000:]
+    files = measures_files(project)
+    assert len(files) == 8
+    assert all(json.loads(f.read_text())["status"] in ("valid", "invalid") for f in files)
+    assert not agent_processes(project)
+
+
+def agent_processes(project: Path) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if b"pi-coding-agent" in cmdline and cwd.startswith(str(project)):
+            found.append(int(proc.name))
+    return found
+
+
+def wait_for_agent(project: Path, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if agent_processes(project):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_form_round_trip_updates_only_measures_and_synthesis(
+    finished: Path, tmp_path: Path
+) -> None:
+    project = copy_of(finished, tmp_path)
+    forms = project / "results" / "demo" / "forms"
+    blank = (forms / "review.blank.toml").read_text()
+    assert "nothing · off" not in blank and "rule-off" not in blank and "runs/" not in blank
+    # a person fills the first three runs and leaves the rest pending
+    filled, answered = [], 0
+    for line in blank.splitlines():
+        if line.startswith("# readable =") and answered < 3:
+            line = f"readable = {'true' if answered % 2 == 0 else 'false'}"
+            answered += 1
+        filled.append(line)
+    (forms / "review.toml").write_text("\n".join(filled) + "\n")
+    planned = dry_run(project)
+    assert planned == {"measure_run": 8, "synthesize": 1, "form_blank": 1}
+    result = snakemake(project)
+    assert result.returncode == 0, result.stderr[-3000:]
+    measures = [json.loads(p.read_text()) for p in measures_files(project)]
+    with_answer = [m for m in measures if "readable" in m["metrics"]]
+    assert len(with_answer) == 3
+    assert sum("readable" in m["pending"] for m in measures if m["status"] == "valid") == 5
+    synthesis = (project / "results" / "demo" / "synthesis.md").read_text()
+    assert "readable" in synthesis and "pending" in synthesis
+    assert (forms / "review.toml").read_text() == "\n".join(filled) + "\n"  # never overwritten

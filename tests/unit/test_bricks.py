@@ -1,0 +1,39 @@
+"""Files placed in a clone are listed in .git/info/exclude, so result.patch never counts them."""
+
+import subprocess
+
+import pytest
+
+from agentab.bricks import place_in_clone
+from agentab.errors import AgentabError
+
+
+def test_placed_files_are_excluded_from_the_agents_work(tmp_path):
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=clone, check=True)
+    source = tmp_path / "rule.md"
+    source.write_text("a rule\n")
+    skill = tmp_path / "skill"
+    (skill / "sub").mkdir(parents=True)
+    (skill / "sub" / "SKILL.md").write_text("x\n")
+    placed = place_in_clone(clone, {"AGENTS.md": source, ".claude/skills/s": skill})
+    place_in_clone(clone, {"AGENTS.md": source})  # twice: listed once
+    assert placed == ["AGENTS.md", ".claude/skills/s"]
+    exclude = (clone / ".git" / "info" / "exclude").read_text()
+    assert exclude.count("/AGENTS.md\n") == 1
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert status.stdout == ""
+
+
+@pytest.mark.parametrize("rel", ["../escape.md", "/etc/x", ".git/hooks/pre-commit"])
+def test_a_brick_cannot_be_placed_outside_the_work_tree(tmp_path, rel):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(AgentabError):
+        place_in_clone(tmp_path, {rel: tmp_path / "f"})

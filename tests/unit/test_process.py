@@ -1,0 +1,67 @@
+"""The shared process runner: timeout kills the whole group; a stale twin is ended."""
+
+import json
+import subprocess
+import sys
+import time
+
+from agentab.harnesses.base import (
+    Invocation,
+    end_stale_twin,
+    group_alive,
+    run_process,
+    write_lock,
+)
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    # The child starts a grandchild, then both sleep: only a group kill ends the grandchild.
+    script = (
+        "import os,subprocess,time; open('pgid','w').write(str(os.getpgid(0)));"
+        "subprocess.Popen(['sleep','60']); time.sleep(60)"
+    )
+    invocation = Invocation(
+        argv=[sys.executable, "-c", script], env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path
+    )
+    lock = tmp_path / "agent.lock"
+    started = time.monotonic()
+    result = run_process(invocation, tmp_path / "out", tmp_path / "err", 1.0, lock)
+    assert result.timed_out and result.exit_code is None
+    assert time.monotonic() - started < 10
+    pgid = int((tmp_path / "pgid").read_text())
+    assert not group_alive(pgid)
+    assert not lock.exists()
+
+
+def test_stdin_is_closed_and_the_environment_is_only_the_constructed_one(tmp_path):
+    script = "import os,sys; print(sorted(os.environ)); print(repr(sys.stdin.read()))"
+    invocation = Invocation(argv=[sys.executable, "-c", script], env={"ONLY": "this"}, cwd=tmp_path)
+    result = run_process(invocation, tmp_path / "out", tmp_path / "err", 30, tmp_path / "lock")
+    assert result.exit_code == 0
+    names, stdin = (tmp_path / "out").read_text().splitlines()
+    assert [n for n in eval(names) if n != "LC_CTYPE"] == ["ONLY"]
+    assert stdin == "''"
+
+
+def test_a_stale_twin_left_by_a_killed_workflow_is_ended(tmp_path):
+    twin = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    lock = tmp_path / "agent.lock"
+    write_lock(lock, twin.pid)
+    assert json.loads(lock.read_text())["pgid"] == twin.pid
+    end_stale_twin(lock)
+    twin.wait(timeout=10)
+    assert not group_alive(twin.pid)
+    assert not lock.exists()
+
+
+def test_a_lock_naming_a_reused_pid_ends_nothing(tmp_path):
+    bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    lock = tmp_path / "agent.lock"
+    lock.write_text(json.dumps({"pgid": bystander.pid, "start": "1"}))  # another start time
+    try:
+        end_stale_twin(lock)
+        assert bystander.poll() is None
+        assert not lock.exists()
+    finally:
+        bystander.kill()
+        bystander.wait()
