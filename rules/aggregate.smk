@@ -22,8 +22,8 @@ rule synthesize:
         "../envs/agentab.yaml"
     params:
         results_dir=lambda w: result(w.scenario),
-    shell:
-        "{PY:q} -m agentab.cli synthesize {params.results_dir:q} > {log:q} 2>&1"
+    script:
+        "../scripts/synthesize.py"
 
 
 rule form_blank:
@@ -37,6 +37,5 @@ rule form_blank:
         "../envs/agentab.yaml"
     params:
         results_dir=lambda w: result(w.scenario),
-    shell:
-        "{PY:q} -m agentab.cli form blank {params.results_dir:q} "
-        "--validator {wildcards.validator:q} > {log:q} 2>&1"
+    script:
+        "../scripts/form_blank.py"

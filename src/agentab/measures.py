@@ -85,17 +85,38 @@ def build_measures(
         measures["problems"].append(outcome.get("reason") or "the agent's run failed")
         return measures
 
-    returned, producers = _collect_returned(outputs, measures)
-    fills = form_metrics(scenario)
+    returned: dict = {}
+    producers: dict[str, str] = {}
+
+    def accept(metric: str, value, producer: str, clash: str) -> None:
+        """Keep the first value of a metric; a second producer is a problem, never a winner."""
+        if metric in returned:
+            measures["problems"].append(clash.format(metric=metric, first=producers[metric]))
+            return
+        returned[metric] = value
+        producers[metric] = producer
+
+    for name, output in outputs.items():
+        if not output.get("ok"):
+            measures["problems"].append(
+                f"validator {name}: {output.get('problem') or 'could not score the run'}"
+            )
+            continue
+        if output.get("reasons"):
+            measures["reasons"][name] = output["reasons"]
+        for metric, value in output.get("metrics", {}).items():
+            accept(
+                metric, value, name, f"metric `{{metric}}` is returned by both {{first}} and {name}"
+            )
     for name, answers in (form_answers or {}).items():
         for metric, value in answers.items():
-            if metric in returned:
-                measures["problems"].append(
-                    f"form {name}: `{metric}` is measured by validator {producers[metric]}; a form may not overwrite it"
-                )
-                continue
-            returned[metric] = value
-            producers[metric] = name
+            accept(
+                metric,
+                value,
+                name,
+                f"form {name}: `{{metric}}` is measured by validator {{first}}; a form may not overwrite it",
+            )
+    fills = form_metrics(scenario)
     for metric in scenario.metrics:
         if metric in returned:
             measures["metrics"][metric] = returned[metric]
@@ -107,28 +128,6 @@ def build_measures(
     if measures["problems"]:
         measures["status"] = "invalid"
     return measures
-
-
-def _collect_returned(outputs: dict[str, dict], measures: dict) -> tuple[dict, dict]:
-    returned: dict = {}
-    producers: dict[str, str] = {}
-    for name, output in outputs.items():
-        if not output.get("ok"):
-            measures["problems"].append(
-                f"validator {name}: {output.get('problem') or 'could not score the run'}"
-            )
-            continue
-        if output.get("reasons"):
-            measures["reasons"][name] = output["reasons"]
-        for metric, value in output.get("metrics", {}).items():
-            if metric in returned:
-                measures["problems"].append(
-                    f"metric `{metric}` is returned by both {producers[metric]} and {name}"
-                )
-                continue
-            returned[metric] = value
-            producers[metric] = name
-    return returned, producers
 
 
 def write_json(data: dict, path: Path) -> None:

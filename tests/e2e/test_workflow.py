@@ -228,3 +228,15 @@ def test_form_round_trip_updates_only_measures_and_synthesis(
     synthesis = (project / "results" / "demo" / "synthesis.md").read_text()
     assert "readable" in synthesis and "pending" in synthesis
     assert (forms / "review.toml").read_text() == "\n".join(filled) + "\n"  # never overwritten
+
+
+def test_an_invalid_scenario_stops_snakemake_with_its_problems(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "invalid", tmp_path / "no-harnesses", repetitions=2)
+    scenario = project / "demo" / "scenario.toml"
+    scenario.write_text(scenario.read_text().replace("repetitions = 2", "repetition = 2"))
+    result = snakemake(project, "-n")
+    assert result.returncode != 0
+    assert "agentab: nothing runs." in result.stderr
+    assert "protocol.repetition" in result.stderr and "did you mean `repetitions`" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (project / "results").exists()

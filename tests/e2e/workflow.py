@@ -10,7 +10,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).parent / "snakemake"
-WORKFLOW_FILES = ("Snakefile", "rules", "config", "profiles", "envs")
+WORKFLOW_FILES = ("Snakefile", "rules", "scripts", "config", "profiles", "envs")
 
 
 def make_project(root: Path, harnesses_dir: Path, repetitions: int = 2) -> Path:

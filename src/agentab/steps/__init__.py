@@ -30,6 +30,16 @@ def run_step(
     sys.exit(code)
 
 
+def run_in_script(snakemake, cli_arguments: list[str]) -> None:
+    """The one call of a `script:` rule: an `agentab` command, its output sent to the rule's log."""
+    from agentab.cli import main
+
+    with open(snakemake.log[0], "w") as log:
+        sys.stdout = sys.stderr = log
+        code = main([str(argument) for argument in cli_arguments])
+    sys.exit(code)
+
+
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", type=Path, required=True, help="the scenario TOML file")
     parser.add_argument("--cell", required=True, help="the cell's slug")

@@ -83,7 +83,7 @@ def parse_script_output(name: str, text: str) -> dict:
         return invalid_output(name, "script", f'output is not JSON {{"metrics": …}}: {shown}')
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
         return invalid_output(name, "script", 'output has no "metrics" object')
-    reasons = data.get("reasons") or {}
+    reasons = {} if data.get("reasons") is None else data["reasons"]
     if not isinstance(reasons, dict):
         return invalid_output(name, "script", '"reasons" is not an object')
     return validator_output(

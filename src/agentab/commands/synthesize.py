@@ -1,0 +1,54 @@
+"""`agentab synthesize RESULTS_DIR`: rebuild tables, figure and verdicts from the per-run files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from agentab.synthesis import HOLM_LEVEL, SynthesisResult, describe_gap_figures, synthesize
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "synthesize",
+        help="rebuild the synthesis of a results folder from its measures.json files",
+        description=(
+            "Rebuild cells.csv, gaps.csv, measures.csv, gaps.png, gaps.svg and synthesis.md in "
+            "RESULTS_DIR from its frozen scenario.toml and its runs/*/r*/measures.json files "
+            "alone: no agent, no validator, no network. The same inputs give the same CSV "
+            "bytes. A partial folder works: missing runs are listed, and an unreadable "
+            "measures.json is reported with its path while the others still count."
+        ),
+    )
+    parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="e.g. results/demo")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    result = synthesize(args.results_dir)
+    print(summary(result))
+    for bad in result.bad_files:
+        print(f"warning: {args.results_dir / bad.path} {bad.message}", file=sys.stderr)
+    return 0
+
+
+def summary(result: SynthesisResult) -> str:
+    counts = result.status_counts()
+    established = result.established
+    lines = [
+        f"{result.scenario_name}: {counts.get('valid', 0)} valid, {counts.get('invalid', 0)} "
+        f"invalid, {counts.get('failed', 0)} failed, {len(result.missing)} missing, "
+        f"{len(result.bad_files)} unreadable",
+        f"gaps: {len(established)} established of {len(result.gaps)}",
+    ]
+    lines += [
+        f"  established: {gap.cell} vs {gap.reference}, {gap.metric}: {describe_gap_figures(gap)}"
+        + ("" if gap.survives_holm else f" (not below {HOLM_LEVEL} after Holm)")
+        for gap in established
+    ]
+    if result.missing:
+        shown = ", ".join(missing.path for missing in result.missing[:5])
+        more = f" and {len(result.missing) - 5} more" if len(result.missing) > 5 else ""
+        lines.append(f"missing runs: {shown}{more}")
+    lines.append(f"wrote {', '.join(result.outputs)} in {result.results_dir}")
+    return "\n".join(lines)

@@ -1,0 +1,56 @@
+"""Script validators: the output protocol, and every way a script can fail to score a run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from agentab.scenario import ValidatorSpec
+from agentab.validators import ValidatorJob
+from agentab.validators.script import parse_script_output, run_script
+
+
+def job(tmp_path: Path, body: str, timeout: str = "10s") -> ValidatorJob:
+    script = tmp_path / "v.py"
+    script.write_text(f"#!{sys.executable}\n{body}")
+    script.chmod(0o755)
+    context = tmp_path / "context.json"
+    context.write_text(json.dumps({"workdir": str(tmp_path), "changed_files": ["a.py"]}))
+    audit = tmp_path / "audit"
+    audit.mkdir()
+    spec = ValidatorSpec(name="v", mode="script", options={"run": ["v.py"], "timeout": timeout})
+    return ValidatorJob(spec, tmp_path, context, tmp_path, audit)
+
+
+def test_a_script_scores_from_its_context(tmp_path: Path) -> None:
+    body = (
+        "import json, sys\n"
+        "c = json.load(open(sys.argv[1]))\n"
+        "print(json.dumps({'metrics': {'n': len(c['changed_files'])}, 'reasons': {'n': 'counted'}}))\n"
+    )
+    out = run_script(job(tmp_path, body))
+    assert out["ok"] and out["metrics"] == {"n": 1} and out["reasons"] == {"n": "counted"}
+
+
+def test_non_zero_exit_is_invalid_with_the_last_error_line(tmp_path: Path) -> None:
+    out = run_script(job(tmp_path, "import sys\nsys.exit('no tests found')\n"))
+    assert not out["ok"] and out["problem"] == "exit status 1: no tests found"
+
+
+def test_a_hung_script_is_killed_at_its_timeout(tmp_path: Path) -> None:
+    out = run_script(job(tmp_path, "import time\ntime.sleep(60)\n", timeout="1s"))
+    assert not out["ok"] and out["problem"] == "timed out after 1s"
+
+
+def test_the_caller_environment_does_not_reach_a_script(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("AGENTAB_CANARY", "leaked")
+    body = "import os, json\nprint(json.dumps({'metrics': {'seen': 'AGENTAB_CANARY' in os.environ}}))\n"
+    assert run_script(job(tmp_path, body))["metrics"] == {"seen": False}
+
+
+def test_output_that_is_not_the_protocol_is_invalid() -> None:
+    assert "not JSON" in parse_script_output("v", "PASSED")["problem"]
+    assert parse_script_output("v", '{"score": 1}')["problem"] == 'output has no "metrics" object'
+    assert parse_script_output("v", '{"metrics": {}, "reasons": []}')["problem"]
+    assert parse_script_output("v", '{"metrics": {"a": true}}')["ok"]

@@ -1,0 +1,187 @@
+"""The verdict rule: bootstrap interval, p-value and Holm, as the seed states them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from statsmodels.stats.multitest import multipletests
+
+from agentab import stats
+from agentab.metrics import MEDIAN, RATE
+
+
+def verdict(kind, cell, reference, tag="t"):
+    return stats.bootstrap_gap(
+        kind, cell, reference, cell_key=f"{tag}-cell", reference_key=f"{tag}-reference"
+    )
+
+
+def established_share_under_null(kind, draw_group, trials):
+    rng = np.random.default_rng(12345)
+    established = 0
+    for trial in range(trials):
+        result = verdict(kind, draw_group(rng), draw_group(rng), tag=str(trial))
+        established += result.is_established
+    return established / trials
+
+
+def test_null_rates_are_rarely_established_at_ten_runs_per_cell():
+    share = established_share_under_null(RATE, lambda rng: list(rng.random(10) < 0.5), 1000)
+    assert share <= 0.06
+
+
+def test_null_medians_are_rarely_established_at_ten_runs_per_cell():
+    share = established_share_under_null(MEDIAN, lambda rng: list(rng.normal(size=10)), 1000)
+    assert share <= 0.06
+
+
+def test_a_large_rate_effect_is_established():
+    result = verdict(RATE, [True] * 9 + [False], [False] * 9 + [True])
+    assert result.verdict == stats.ESTABLISHED
+    assert result.gap == pytest.approx(0.8)
+    assert result.ci_low > 0
+    assert result.p < 0.01
+
+
+def test_a_large_median_effect_is_established_in_the_negative_direction():
+    result = verdict(MEDIAN, [3, 4, 4, 5, 3, 4, 5, 4, 3, 4], [9, 10, 11, 10, 9, 12, 10, 11, 9, 10])
+    assert result.verdict == stats.ESTABLISHED
+    assert result.ci_high < 0
+    assert result.gap == 4.0 - 10.0
+
+
+def test_an_exactly_zero_gap_has_p_one_and_is_inconclusive():
+    result = verdict(MEDIAN, [1, 2, 3, 4], [4, 3, 2, 1])
+    assert result.gap == 0
+    assert result.p == 1.0
+    assert result.verdict == stats.INCONCLUSIVE
+
+
+def test_draws_equal_to_zero_count_as_far_side():
+    draws = np.array([0.0, 1.0, 1.0, 1.0])
+    assert stats.two_sided_p(0.5, draws) == 0.5
+    assert stats.two_sided_p(-0.5, -draws) == 0.5
+
+
+def test_p_is_capped_at_one():
+    assert stats.two_sided_p(0.5, np.array([-1.0, -1.0, 0.0, 1.0])) == 1.0
+
+
+def test_an_interval_end_touching_zero_is_inconclusive():
+    draws = np.concatenate([np.zeros(300), np.ones(9_700)])
+    result = stats.verdict_from_draws(0.9, draws)
+    assert result.ci_low == 0.0
+    assert result.verdict == stats.INCONCLUSIVE
+
+
+def test_the_same_inputs_give_the_same_verdict_whatever_was_computed_before():
+    first = verdict(MEDIAN, [5, 6, 7, 6, 5], [7, 8, 9, 8, 7], tag="a")
+    verdict(RATE, [True, False], [False, False], tag="b")
+    again = verdict(MEDIAN, [5, 6, 7, 6, 5], [7, 8, 9, 8, 7], tag="a")
+    assert first == again
+
+
+def test_different_groups_get_different_random_streams():
+    a = stats.generator_for(stats.group_key("turns", "rule · off")).integers(0, 2**31, 4)
+    b = stats.generator_for(stats.group_key("turns", "rule · high")).integers(0, 2**31, 4)
+    assert list(a) != list(b)
+
+
+def test_resampled_rate_matches_resampling_by_index():
+    # The binomial shortcut is exact: compare its spread with an explicit resampling.
+    values = np.array([1.0] * 3 + [0.0] * 7)
+    rng = np.random.default_rng(0)
+    by_index = values[rng.integers(0, 10, size=(20_000, 10))].mean(axis=1)
+    shortcut = stats.resample_statistic(RATE, values, np.random.default_rng(1), 20_000)
+    assert shortcut.mean() == pytest.approx(by_index.mean(), abs=0.01)
+    assert shortcut.std() == pytest.approx(by_index.std(), abs=0.01)
+
+
+def test_resampled_median_matches_resampling_by_index():
+    values = np.array([1.0, 2.0, 2.0, 5.0, 7.0, 8.0, 13.0, 21.0])
+    rng = np.random.default_rng(0)
+    by_index = np.median(values[rng.integers(0, 8, size=(20_000, 8))], axis=1)
+    shortcut = stats.resample_statistic(MEDIAN, values, np.random.default_rng(1), 20_000)
+    assert np.percentile(shortcut, [2.5, 50, 97.5]) == pytest.approx(
+        np.percentile(by_index, [2.5, 50, 97.5]), abs=0.6
+    )
+    assert shortcut.mean() == pytest.approx(by_index.mean(), abs=0.1)
+
+
+small_groups = st.lists(st.integers(min_value=0, max_value=20), min_size=1, max_size=12)
+bool_groups = st.lists(st.booleans(), min_size=1, max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cell=small_groups, reference=small_groups)
+def test_the_verdict_always_follows_the_interval_for_medians(cell, reference):
+    result = verdict(MEDIAN, cell, reference)
+    assert result.is_established == (result.ci_low > 0 or result.ci_high < 0)
+    assert result.ci_low <= result.ci_high
+    assert 0 <= result.p <= 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(cell=bool_groups, reference=bool_groups)
+def test_the_verdict_always_follows_the_interval_for_rates(cell, reference):
+    result = verdict(RATE, cell, reference)
+    assert result.is_established == (result.ci_low > 0 or result.ci_high < 0)
+    assert -1 <= result.ci_low <= result.ci_high <= 1
+    if result.gap == 0:
+        assert result.p == 1.0
+
+
+p_values = st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=40)
+
+
+@given(p_values)
+def test_holm_matches_statsmodels(ps):
+    expected = multipletests(ps, method="holm")[1]
+    assert stats.holm(ps) == pytest.approx(list(expected), abs=1e-12)
+
+
+@given(p_values)
+def test_holm_never_lowers_a_p_value_and_keeps_their_order(ps):
+    adjusted = stats.holm(ps)
+    assert all(a >= p for a, p in zip(adjusted, ps, strict=True))
+    for i in range(len(ps)):
+        for j in range(len(ps)):
+            if ps[i] < ps[j]:
+                assert adjusted[i] <= adjusted[j]
+
+
+def test_holm_of_an_empty_family_is_empty():
+    assert stats.holm([]) == []
+
+
+def test_the_two_median_resamplings_agree():
+    # Few distinct values take the multinomial path, many take the positions path; both must
+    # describe the same resampling distribution.
+    values = np.sort(np.random.default_rng(3).poisson(6, 200).astype(float))
+    distinct, counts = np.unique(values, return_counts=True)
+    by_counts = stats._median_from_counts(distinct, counts, 200, np.random.default_rng(1), 20_000)
+    by_positions = stats._median_from_positions(values, np.random.default_rng(2), 20_000)
+    for share in (2.5, 25, 50, 75, 97.5):
+        assert np.percentile(by_counts, share) == np.percentile(by_positions, share)
+    assert by_counts.mean() == pytest.approx(by_positions.mean(), abs=0.02)
+
+
+def test_many_verdicts_at_once_are_the_verdicts_one_by_one():
+    rng = np.random.default_rng(7)
+    draws = np.vstack([rng.normal(size=10_000), rng.integers(-3, 4, 10_000) / 10, np.zeros(10_000)])
+    gaps = [0.4, -0.1, 0.0]
+    together = stats.verdicts_from_draws(gaps, draws)
+    alone = [stats.verdict_from_draws(gap, row) for gap, row in zip(gaps, draws, strict=True)]
+    assert together == alone
+    assert stats.verdicts_from_draws([], np.empty((0, 10_000))) == []
+
+
+@pytest.mark.parametrize("n", [7, 8])
+def test_the_median_of_resampled_positions_is_their_middle_order_statistic(n):
+    ordered = np.sort(np.random.default_rng(5).normal(size=n))
+    medians = stats._median_from_positions(ordered, np.random.default_rng(9), 500)
+    positions = np.random.default_rng(9).integers(0, n, size=(500, n), dtype=np.int16)
+    expected = np.median(ordered[positions], axis=1)
+    assert np.array_equal(medians, expected)
