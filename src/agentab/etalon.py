@@ -8,19 +8,17 @@ reach the mirror or another run. A run's outcome is always etalon + `result.patc
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentab.bricks import exclude_from_git
 from agentab.errors import AgentabError, problem
+from agentab.files import exclusive_lock
 
 GIT_IDENTITY = ("agent", "agent@agentab.invalid")
 # Files the workflow engine itself leaves in a clone: never the agent's work.
@@ -137,17 +135,6 @@ def mirror_path(location: str, mirrors_dir: Path) -> Path:
     return Path(mirrors_dir) / f"{stem}-{digest}.git"
 
 
-@contextmanager
-def _locked(lock_file: Path) -> Iterator[None]:
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_file, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _has_tag(mirror: Path, tag: str) -> bool:
     return bool(git("tag", "--list", tag, cwd=mirror, check=False).strip())
 
@@ -155,7 +142,7 @@ def _has_tag(mirror: Path, tag: str) -> bool:
 def ensure_mirror(location: str, tag: str, mirrors_dir: Path) -> Path:
     """The local mirror of the repository, fetched once, and again only when the tag is missing."""
     mirror = mirror_path(location, mirrors_dir)
-    with _locked(mirror.with_suffix(".lock")):
+    with exclusive_lock(mirror.with_suffix(".lock")):
         if not (mirror / "HEAD").exists():
             shutil.rmtree(mirror, ignore_errors=True)
             partial = mirror.with_suffix(".partial")

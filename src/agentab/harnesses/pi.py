@@ -23,16 +23,15 @@ Isolation, and why (each line is a way a cell could silently measure something e
 
 from __future__ import annotations
 
-import fcntl
 import json
 import shutil
 import subprocess
 import sys
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 from agentab.errors import AgentabError, problem
+from agentab.files import exclusive_lock
 from agentab.harnesses.base import (
     Harness,
     HarnessFault,
@@ -78,7 +77,7 @@ class PiHarness(Harness):
         """Install pi `version` into `<harnesses_dir>/pi/<version>/` (idempotent)."""
         root = Path(harnesses_dir).absolute() / self.name / version
         root.parent.mkdir(parents=True, exist_ok=True)
-        with install_lock(root.parent / f".{version}.lock"):
+        with exclusive_lock(root.parent / f".{version}.lock"):
             if (root / INSTALL_MARKER).is_file():
                 return self.installation(version, harnesses_dir)
             run_npm_install(root, version, Path(harnesses_dir).absolute())
@@ -326,17 +325,6 @@ def message_text(message: dict) -> str:
 
 
 # ---------------------------------------------------------------------------- install helpers
-
-
-@contextmanager
-def install_lock(path: Path):
-    # Several workflow jobs may ask for the same install at once; one installs, the others wait.
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def run_npm_install(root: Path, version: str, harnesses_dir: Path) -> None:
