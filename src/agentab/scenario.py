@@ -546,6 +546,24 @@ def _check_cell_names(cells: list[Cell], sink: _Collector) -> None:
         seen_slugs.setdefault(cell.slug, cell.name)
 
 
+def _check_offline_policies(data: dict, cells: list[Cell], sink: _Collector) -> None:
+    """The offline model's policy is its model name: a misspelt one would fail every run."""
+    from agentab.offline_model.policy import shipped_policy_names
+
+    known = shipped_policy_names()
+    wanted = {("agent.model", c.agent.model) for c in cells if c.agent.provider == "offline"}
+    for name, spec in data.get("validators", {}).items():
+        if spec.get("mode") == "judge" and str(spec.get("model", "")).startswith("offline:"):
+            wanted.add((f"validators.{name}.model", spec["model"].removeprefix("offline:")))
+    for key, policy in sorted(wanted):
+        if policy not in known and not policy.endswith(".toml"):
+            sink.add(
+                key,
+                f"the offline model has no policy named `{policy}`",
+                f"use one of: {', '.join(known)}" + _suggest(policy, known),
+            )
+
+
 def _pick_reference(data: dict, cells: list[Cell], sink: _Collector) -> str:
     baseline = next(
         (cell.name for cell in cells if cell.is_baseline), cells[0].name if cells else ""
@@ -672,6 +690,8 @@ def load_scenario(
         for plan in plans
     ]
     _check_cell_names(cells, sink)
+    if check_bricks:
+        _check_offline_policies(data, cells, sink)
     reference = _pick_reference(data, cells, sink)
     etalon = _etalon(data["etalon"], sc_dir)
     if check_etalon and not sink.problems:

@@ -349,3 +349,9 @@ def test_the_shipped_scenarios_are_valid() -> None:
     root = Path(__file__).resolve().parents[2] / "scenarios"
     for path in sorted(root.glob("*/scenario.toml")):
         assert load_scenario(path).cells, path
+
+
+def test_an_offline_policy_must_exist(scenario_dir: Path) -> None:
+    message = problems_of(scenario_dir, SEED_MATRIX.replace('model = "demo"', 'model = "dmeo"'))
+    assert "agent.model" in message and "no policy named `dmeo`" in message
+    assert "did you mean `demo`" in message

@@ -187,7 +187,7 @@ def run_process(
         finally:
             # Tools may leave background children even after a normal exit; none may outlive it.
             end_process_group(pgid, process)
-            lock_path.unlink(missing_ok=True)
+            release_lock(lock_path, pgid)
     return ProcessResult(exit_code, timed_out, time.monotonic() - started)
 
 
@@ -250,6 +250,13 @@ def process_start_ticks(pid: int) -> str | None:
 def write_lock(lock_path: Path, pgid: int) -> None:
     record = {"pgid": pgid, "start": process_start_ticks(pgid)}
     lock_path.write_text(json.dumps(record) + "\n")
+
+
+def release_lock(lock_path: Path, pgid: int) -> None:
+    """Remove the lock if it is still ours: a later attempt may have taken it since."""
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        if int(json.loads(lock_path.read_text())["pgid"]) == pgid:
+            lock_path.unlink()
 
 
 def end_stale_twin(lock_path: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import sys
 from dataclasses import dataclass, replace
@@ -31,6 +32,7 @@ from agentab.harnesses.base import (
     ProcessResult,
     RunSpec,
     StreamFacts,
+    end_stale_twin,
     run_process,
 )
 
@@ -168,10 +170,15 @@ def perform(args: argparse.Namespace) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "run.json").unlink(missing_ok=True)
     clone = args.clone.absolute()
+    # An agent left running by a killed workflow still works in this clone: end it before the
+    # clone is made fresh, or it could write into the new one.
+    end_stale_twin(out / "agent.lock")
     sha = ensure_fresh_clone(scenario, clone, args.mirrors_dir.absolute())
     spec = RunSpec(
         clone=clone,
-        scratch=out / ".scratch",
+        # One scratch per attempt: a stale attempt left by a killed workflow cleans up its own
+        # folder when its agent is ended, never the agent dir or HOME of the attempt after it.
+        scratch=out / f".scratch-{os.getpid()}",
         prompt=cell.prompt,
         provider=cell.agent.provider,
         model=cell.agent.model,
