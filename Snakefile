@@ -17,6 +17,15 @@ include: "rules/measure.smk"
 include: "rules/aggregate.smk"
 
 
+onsuccess:
+    print(measured_summary(PLAN))
+
+
+onerror:
+    print(measured_summary(PLAN))
+    print("agentab: run the same command again to redo only what is missing.")
+
+
 rule all:
     default_target: True
     input:

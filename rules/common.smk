@@ -5,7 +5,7 @@ import sys
 from snakemake.utils import validate
 
 from agentab.errors import AgentabError
-from agentab.workflow import SYNTHESIS_FILES, Plan, as_param
+from agentab.workflow import SYNTHESIS_FILES, Plan, as_param, measured_summary
 
 validate(config, schema="../config/config.schema.yaml")
 

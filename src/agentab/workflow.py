@@ -203,6 +203,27 @@ class Plan:
         return [str(root / n) for n in names if (root / n).exists()]
 
 
+def measured_summary(plan: Plan) -> str:
+    """One line per scenario: runs measured of runs planned, by status, and where to read."""
+    lines = []
+    for name in plan.scenarios:
+        statuses: dict[str, int] = {}
+        for path in plan.all_measures(name):
+            try:
+                status = json.loads(Path(path).read_text(encoding="utf-8")).get("status", "?")
+            except (OSError, ValueError):
+                continue
+            statuses[status] = statuses.get(status, 0) + 1
+        done = sum(statuses.values())
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none yet"
+        synthesis = plan.results_dir(name) / "synthesis.md"
+        lines.append(
+            f"agentab: {name}: {done}/{len(plan.runs(name))} runs measured ({counts})"
+            + (f"; read {synthesis}" if synthesis.exists() else "")
+        )
+    return "\n".join(lines)
+
+
 def _validator_files(spec) -> list[str]:
     if spec.mode == "script":
         return [spec.options["run"][0]]

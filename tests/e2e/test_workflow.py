@@ -142,6 +142,8 @@ def test_an_agent_crash_fails_its_job_alone_and_is_redone_alone(
     first = snakemake(project)  # the default profile keeps going
     assert first.returncode != 0
     assert len(measures_files(project)) == 9  # 5 cells × 2, less the crashed run
+    assert "demo: 9/10 runs measured" in first.stdout + first.stderr
+    assert "redo only what is missing" in first.stdout + first.stderr
     assert marker.exists()
     assert dry_run(project).get("run_agent") == 1
     second = snakemake(project)
