@@ -242,3 +242,13 @@ def test_an_invalid_scenario_stops_snakemake_with_its_problems(tmp_path: Path) -
     assert "protocol.repetition" in result.stderr and "did you mean `repetitions`" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (project / "results").exists()
+
+
+def test_the_workflow_installs_the_pinned_harness_itself(tmp_path: Path) -> None:
+    harnesses = tmp_path / "harnesses"
+    project = make_project(tmp_path / "fresh", harnesses, repetitions=1)
+    marker = harnesses / "pi" / "1.6.0" / "installed.json"
+    result = snakemake(project, str(marker))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(marker.read_text())["version"] == "1.6.0"
+    assert dry_run(project).get("install_harness") is None  # installed once, then up to date
