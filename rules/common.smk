@@ -23,6 +23,9 @@ STATE = str(PLAN.state)
 HARNESSES = str(PLAN.harnesses)
 # Where API keys live, for real providers: a path on the command line, never a key.
 CREDENTIALS = PLAN.credentials_argument()
+# How judges reach their model (key file, endpoint, patience): operational, so it is not a
+# param: moving the key file must not rerun every judge.
+JUDGE_SETTINGS = as_param(PLAN.judge_settings())
 
 
 def result(*parts):

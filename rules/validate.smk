@@ -19,7 +19,6 @@ rule validate_run:
         runtime=lambda w: PLAN.validator_minutes(w.scenario, w.validator),
     params:
         validator=lambda w: PLAN.validator_params(w.scenario, w.validator),
-        settings=lambda w: as_param(PLAN.judge_settings()),
         scenario=scenario_file,
         rep=rep_number,
         run_dir=lambda w: run_file().format(**w),
@@ -28,4 +27,4 @@ rule validate_run:
         "{PY:q} -m agentab.steps.validate --scenario {params.scenario:q} --cell {wildcards.cell} "
         "--rep {params.rep} --validator {wildcards.validator:q} --run-dir {params.run_dir:q} "
         "--scratch-dir {params.scratch:q} --mirrors-dir {STATE:q}/mirrors "
-        "--settings {params.settings:q} > {log:q} 2>&1"
+        "--settings {JUDGE_SETTINGS:q} > {log:q} 2>&1"

@@ -162,8 +162,7 @@ class Plan:
         sc = self.scenarios[scenario]
         spec = sc.validators[validator]
         files = {rel: _digest(sc.dir / rel) for rel in _validator_files(spec)}
-        settings = self.judge_settings() if spec.mode == "judge" else {}
-        return as_param({"validator": spec.as_dict(), "files": files, "settings": settings})
+        return as_param({"validator": spec.as_dict(), "files": files})
 
     def credentials_argument(self) -> str:
         """`--credentials FILE` for the run step when the config names one, else nothing."""
