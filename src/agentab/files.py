@@ -1,8 +1,9 @@
-"""Small file helpers shared by the steps: an exclusive lock between processes."""
+"""Small file helpers shared by the steps: an exclusive lock, an atomic JSON write."""
 
 from __future__ import annotations
 
 import fcntl
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,3 +21,12 @@ def exclusive_lock(lock_file: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def write_json(data: dict, path: Path) -> None:
+    """Write atomically: a killed job leaves the old file or none, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    partial.replace(path)

@@ -8,9 +8,6 @@ stays valid and the metric simply has no value yet.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from agentab.scenario import Cell, Scenario
 
 SCHEMA_VERSION = 1
@@ -128,13 +125,3 @@ def build_measures(
     if measures["problems"]:
         measures["status"] = "invalid"
     return measures
-
-
-def write_json(data: dict, path: Path) -> None:
-    """Write atomically: a killed job leaves the old file or none, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(
-        json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8"
-    )
-    partial.replace(path)

@@ -599,8 +599,9 @@ def _judge_metrics(spec: dict, sc_dir: Path, key: str, sink: _Collector, check: 
             "fix the schema file",
         )
         return set()
-    # `reason` and `reasons` carry the judge's explanation, not a metric (validators/judge.py).
-    return set(schema.get("properties", {})) - {"reason", "reasons"}
+    from agentab.validators import REASON_FIELDS
+
+    return set(schema.get("properties", {})) - set(REASON_FIELDS)
 
 
 def _check_validators(data: dict, sc_dir: Path, sink: _Collector, check: bool) -> None:

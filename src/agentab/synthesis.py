@@ -28,6 +28,7 @@ import numpy as np
 
 from agentab import stats
 from agentab.errors import AgentabError, problem
+from agentab.measures import run_id
 from agentab.metrics import DIAGNOSTIC, MEDIAN, RATE, Aggregate, MetricType, aggregate, metric_type
 
 STATUSES = ("valid", "invalid", "failed")
@@ -155,11 +156,6 @@ def load_frozen_scenario(results_dir: Path):
     return load_scenario(frozen, check_etalon=False, check_bricks=False)
 
 
-def run_folder(slug: str, rep: int) -> Path:
-    """Where a run's files live, relative to the results folder (r01 … r99, r100 …)."""
-    return Path("runs") / slug / f"r{rep:02d}"
-
-
 def find_measures_files(results_dir: Path) -> list[Path]:
     """Every `runs/<slug>/r*/measures.json`, in path order (the order of `sorted(glob(...))`)."""
     return [
@@ -231,7 +227,7 @@ def _read_run(path: str, relative: str, cells_by_name: dict) -> RunRecord | BadF
     if problem_text:
         return BadFile(relative, problem_text)
     cell = cells_by_name[data["cell"]]
-    run = run_name(cell.slug, data["rep"])
+    run = run_id(cell.slug, data["rep"])
     expected = f"runs/{run}"
     if relative.rpartition("/")[0] != expected:
         return BadFile(
@@ -249,11 +245,6 @@ def _read_run(path: str, relative: str, cells_by_name: dict) -> RunRecord | BadF
         problems=[str(item) for item in data.get("problems") or []],
         provenance=data.get("provenance") or {},
     )
-
-
-def run_name(slug: str, rep: int) -> str:
-    """`<slug>/r<NN>`: a run's folder under `runs/`, as text."""
-    return f"{slug}/r{rep:02d}"
 
 
 def _structure_problem(data: dict, cells_by_name: dict) -> str:
@@ -311,7 +302,7 @@ def missing_runs(results_dir: Path, scenario, present: set[str] | None = None) -
     missing = []
     for cell in scenario.cells:
         for rep in range(1, scenario.repetitions + 1):
-            folder = f"runs/{run_name(cell.slug, rep)}"
+            folder = f"runs/{run_id(cell.slug, rep)}"
             if present is not None:
                 found = folder in present
             else:

@@ -120,11 +120,6 @@ class Plan:
         agent = self.scenarios[scenario].cell(cell).agent
         return str(self.harnesses / agent.harness / agent.version / "installed.json")
 
-    def harness_markers(self) -> list[tuple[str, str]]:
-        return sorted(
-            {(c.agent.harness, c.agent.version) for sc in self.scenarios.values() for c in sc.cells}
-        )
-
     def run_params(self, scenario: str, cell: str) -> str:
         sc = self.scenarios[scenario]
         etalon = {"repo": sc.etalon.repo, "tag": sc.etalon.tag}
@@ -140,7 +135,8 @@ class Plan:
         return self._cell_configs[(scenario, cell)]
 
     def timeout_minutes(self, scenario: str, cell: str) -> int:
-        return max(1, int(self.scenarios[scenario].cell(cell).agent.timeout_s // 60) + 5)
+        """An agent-run job's time limit on a cluster: the scenario's timeout, with room."""
+        return _minutes_with_margin(self.scenarios[scenario].cell(cell).agent.timeout_s)
 
     def validator_minutes(self, scenario: str, validator: str) -> int:
         """A validator job's time limit on a cluster: its own timeout, with room to check out."""
@@ -148,8 +144,7 @@ class Plan:
         from agentab.validators.script import DEFAULT_TIMEOUT_S
 
         spec = self.scenarios[scenario].validators[validator]
-        timeout_s = parse_duration(spec.options.get("timeout", DEFAULT_TIMEOUT_S))
-        return max(1, int(timeout_s // 60) + 5)
+        return _minutes_with_margin(parse_duration(spec.options.get("timeout", DEFAULT_TIMEOUT_S)))
 
     def scored_validators(self, scenario: str) -> list[str]:
         """Validators with a job per run (script and judge); forms are filled by a person."""
@@ -170,15 +165,10 @@ class Plan:
         return f"--credentials {shlex.quote(str(Path(path).absolute()))}" if path else ""
 
     def judge_settings(self) -> dict:
-        keys = (
-            "credentials",
-            "judge_base_url",
-            "judge_timeout_s",
-            "judge_max_attempts",
-            "judge_backoff_s",
-            "judge_backoff_max_s",
-        )
-        return {k: self.config[k] for k in keys if self.config.get(k) is not None}
+        """The config keys judges read (validators.CONFIG_KEYS), as the config gives them."""
+        from agentab.validators import CONFIG_KEYS
+
+        return {k: self.config[k] for k in CONFIG_KEYS if self.config.get(k) is not None}
 
     def measure_params(self, scenario: str) -> str:
         sc = self.scenarios[scenario]
@@ -221,6 +211,11 @@ def measured_summary(plan: Plan) -> str:
             + (f"; read {synthesis}" if synthesis.exists() else "")
         )
     return "\n".join(lines)
+
+
+def _minutes_with_margin(seconds: float) -> int:
+    # Whole minutes, plus five for the clone or checkout around the timed part.
+    return max(1, int(seconds // 60) + 5)
 
 
 def _validator_files(spec) -> list[str]:

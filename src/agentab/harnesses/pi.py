@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentab.errors import AgentabError, problem
-from agentab.files import exclusive_lock
+from agentab.files import exclusive_lock, write_json
 from agentab.harnesses.base import (
     Harness,
     HarnessFault,
@@ -383,6 +383,4 @@ def write_marker(root: Path, version: str, installation: Installation) -> None:
         "node": str(node_bin_dir() / "node"),
         "installed": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    partial = root / f"{INSTALL_MARKER}.partial"
-    partial.write_text(json.dumps(marker, indent=2) + "\n")
-    partial.replace(root / INSTALL_MARKER)  # written last, atomically: the rule's output
+    write_json(marker, root / INSTALL_MARKER)  # written last, atomically: the rule's output

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentab.measures import build_measures, write_json
+from agentab.files import write_json
+from agentab.measures import build_measures, run_id
 from agentab.scenario import load_scenario
 from agentab.steps import add_run_arguments, run_step
 
@@ -25,7 +26,7 @@ def act(args) -> int:
         for name, spec in scenario.validators.items()
         if spec.mode != "form"
     }
-    answers = filled_form_answers(scenario, args.results_dir, f"{cell.slug}/r{args.rep:02d}")
+    answers = filled_form_answers(scenario, args.results_dir, run_id(cell.slug, args.rep))
     measures = build_measures(scenario, cell, args.rep, run, outputs, answers)
     write_json(measures, args.run_dir / "measures.json")
     print(f"{measures['run']}: {measures['status']}")

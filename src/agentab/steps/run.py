@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import shutil
 import sys
@@ -21,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentab.errors import AgentabError
+from agentab.files import write_json
 from agentab.harnesses import get_harness
 from agentab.harnesses.base import (
     BrickFile,
@@ -35,6 +35,7 @@ from agentab.harnesses.base import (
     end_stale_twin,
     run_process,
 )
+from agentab.measures import run_id
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
 FAULT_EXIT = 3
@@ -130,7 +131,7 @@ def run_record(scenario, cell, rep: int, harness: Harness, sha: str, run: AgentR
         "cell": cell.name,
         "slug": cell.slug,
         "rep": rep,
-        "run": f"{cell.slug}/r{rep:02d}",
+        "run": run_id(cell.slug, rep),
         "harness": harness.name,
         "harness_version": agent.version,
         "provider": agent.provider,
@@ -197,9 +198,7 @@ def perform(args: argparse.Namespace) -> dict:
         shutil.rmtree(spec.scratch, ignore_errors=True)
     (out / "result.patch").write_bytes(result_patch(clone, scenario.etalon.tag))
     record = run_record(scenario, cell, args.rep, harness, sha, run, seed)
-    partial = out / "run.json.partial"
-    partial.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    partial.replace(out / "run.json")  # last: its presence means the run has an outcome
+    write_json(record, out / "run.json")  # last: its presence means the run has an outcome
     return record
 
 

@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 
 from agentab.etalon import checkout_with_patch
-from agentab.measures import write_json
+from agentab.files import write_json
 from agentab.scenario import load_scenario
 from agentab.steps import add_run_arguments, run_step
 from agentab.validators import invalid_output, judge_settings_from_config, prepare_job
-from agentab.validators.context import build_context, write_context
+from agentab.validators.context import build_context
 
 
 def build(parser) -> None:
@@ -45,9 +45,8 @@ def act(args) -> int:
         write_json(invalid_output(spec.name, spec.mode, "not scored: the agent's run failed"), out)
         return 0
     context = build_context(args.run_dir, scenario.name, cell.slug, args.rep, cell.prompt)
-    shared_context = write_context(
-        context, args.scratch_dir.with_name(args.scratch_dir.name + ".context.json")
-    )
+    shared_context = args.scratch_dir.with_name(args.scratch_dir.name + ".context.json")
+    write_json(context, shared_context)
     settings = judge_settings_from_config(json.loads(args.settings), Path.cwd())
     location, tag = scenario.etalon.location, scenario.etalon.tag
     try:

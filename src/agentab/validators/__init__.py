@@ -31,6 +31,9 @@ DEFAULT_JUDGE_ATTEMPTS = 5
 DEFAULT_JUDGE_BACKOFF_S = 2.0
 DEFAULT_JUDGE_BACKOFF_MAX_S = 60.0
 
+# Verdict fields that explain a judge's answer rather than score the run: never metrics.
+REASON_FIELDS = ("reason", "reasons")
+
 # Context fields that carry a file path: a validator gets its own copy of each, so that no path
 # it is handed leads into the run folder where its siblings write their outputs.
 CONTEXT_FILE_FIELDS = ("patch", "stream")

@@ -40,9 +40,3 @@ def build_context(run_dir: Path, scenario_name: str, slug: str, rep: int, task_p
         },
         "usage": {"tokens": facts.get("tokens", {}), "cost_usd": facts.get("cost_usd")},
     }
-
-
-def write_context(context: dict, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(context, indent=2, ensure_ascii=False), encoding="utf-8")
-    return path

@@ -29,11 +29,16 @@ from anthropic._constants import ANTHROPIC_API_VERSION
 
 from agentab.credentials import read_api_key
 from agentab.errors import AgentabError, Problem, problem
-from agentab.validators import JudgeSettings, ValidatorJob, invalid_output, validator_output
+from agentab.validators import (
+    REASON_FIELDS,
+    JudgeSettings,
+    ValidatorJob,
+    invalid_output,
+    validator_output,
+)
 
 MODE = "judge"
 TOOL_NAME = "record_verdict"
-REASON_FIELDS = ("reason", "reasons")
 OFFLINE_PREFIX = "offline:"
 # A verdict is short; this only stops a runaway answer from costing a fortune.
 MAX_TOKENS = 4096
