@@ -177,12 +177,23 @@ class Plan:
         )
 
     def filled_forms(self, scenario: str) -> list[str]:
-        """Filled forms that exist: an input of every measure job, so filling one updates the measures."""
-        forms = self.results_dir(scenario) / "forms"
+        """The checked answers of every filled form: an input of every measure job, so filling
+        a form updates the measures."""
+        from agentab.validators.form import checked_answers_path, filled_form_path
+
+        results = self.results_dir(scenario)
         return [
-            str(forms / f"{v}.toml")
+            str(checked_answers_path(results, v))
             for v in self.form_validators(scenario)
-            if (forms / f"{v}.toml").exists()
+            if filled_form_path(results, v).exists()
+        ]
+
+    def all_validator_outputs(self, scenario: str) -> list[str]:
+        """Every scored validator output of every run: what a filled form is checked against."""
+        return [
+            str(self.run_dir(scenario, cell, rep) / "validators" / f"{v}.json")
+            for cell, rep in self.runs(scenario)
+            for v in self.scored_validators(scenario)
         ]
 
     def synthesis_code(self) -> list[str]:

@@ -220,7 +220,7 @@ def test_form_round_trip_updates_only_measures_and_synthesis(
         filled.append(line)
     (forms / "review.toml").write_text("\n".join(filled) + "\n")
     planned = dry_run(project)
-    assert planned == {"measure_run": 8, "synthesize": 1, "form_blank": 1}
+    assert planned == {"ingest_form": 1, "measure_run": 8, "synthesize": 1, "form_blank": 1}
     result = snakemake(project)
     assert result.returncode == 0, result.stderr[-3000:]
     measures = [json.loads(p.read_text()) for p in measures_files(project)]

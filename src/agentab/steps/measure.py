@@ -34,16 +34,17 @@ def act(args) -> int:
 
 
 def filled_form_answers(scenario, results_dir: Path, run: str) -> dict[str, dict]:
-    """Answers a person filled for this run, per form validator; {} where none yet."""
-    forms = [spec.name for spec in scenario.validators.values() if spec.mode == "form"]
-    if not forms:
-        return {}
-    from agentab.validators.form import read_form_answers
+    """Answers a person filled for this run, per form validator, as the ingest step checked
+    them; {} where no form is filled yet."""
+    from agentab.validators.form import checked_answers_path, filled_form_path
 
     answers = {}
-    for name in forms:
-        if (results_dir / "forms" / f"{name}.toml").exists():
-            answers[name] = read_form_answers(results_dir, scenario, name).answers.get(run, {})
+    for name, spec in scenario.validators.items():
+        if spec.mode == "form" and filled_form_path(results_dir, name).exists():
+            checked = json.loads(
+                checked_answers_path(results_dir, name).read_text(encoding="utf-8")
+            )
+            answers[name] = checked["answers"].get(run, {})
     return answers
 
 

@@ -77,6 +77,11 @@ def keys_path(results_dir: Path, validator_name: str) -> Path:
     return Path(results_dir) / KEYS_DIR / f"{validator_name}.json"
 
 
+def checked_answers_path(results_dir: Path, validator_name: str) -> Path:
+    """The filled form's answers once ingested (checked once, read by every measure job)."""
+    return Path(results_dir) / KEYS_DIR / f"{validator_name}.answers.json"
+
+
 def run_dir(results_dir: Path, run_id: str) -> Path:
     slug, rep = run_id.split("/")
     return Path(results_dir) / "runs" / slug / rep
