@@ -5,13 +5,19 @@ import subprocess
 import sys
 import time
 
-from agentab.harnesses.base import (
-    Invocation,
-    end_stale_twin,
-    group_alive,
-    run_process,
-    write_lock,
-)
+from agentab.process import end_stale_twin, group_alive, run_process, write_lock
+
+
+def run(argv, env, cwd, timeout_s, lock):
+    return run_process(
+        argv,
+        env=env,
+        cwd=cwd,
+        stdout_path=cwd / "out",
+        stderr_path=cwd / "err",
+        timeout_s=timeout_s,
+        lock_path=lock,
+    )
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path):
@@ -20,12 +26,9 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
         "import os,subprocess,time; open('pgid','w').write(str(os.getpgid(0)));"
         "subprocess.Popen(['sleep','60']); time.sleep(60)"
     )
-    invocation = Invocation(
-        argv=[sys.executable, "-c", script], env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path
-    )
     lock = tmp_path / "agent.lock"
     started = time.monotonic()
-    result = run_process(invocation, tmp_path / "out", tmp_path / "err", 1.0, lock)
+    result = run([sys.executable, "-c", script], {"PATH": "/usr/bin:/bin"}, tmp_path, 1.0, lock)
     assert result.timed_out and result.exit_code is None
     assert time.monotonic() - started < 10
     pgid = int((tmp_path / "pgid").read_text())
@@ -35,8 +38,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
 
 def test_stdin_is_closed_and_the_environment_is_only_the_constructed_one(tmp_path):
     script = "import os,sys; print(sorted(os.environ)); print(repr(sys.stdin.read()))"
-    invocation = Invocation(argv=[sys.executable, "-c", script], env={"ONLY": "this"}, cwd=tmp_path)
-    result = run_process(invocation, tmp_path / "out", tmp_path / "err", 30, tmp_path / "lock")
+    result = run([sys.executable, "-c", script], {"ONLY": "this"}, tmp_path, 30, tmp_path / "lock")
     assert result.exit_code == 0
     names, stdin = (tmp_path / "out").read_text().splitlines()
     assert [n for n in eval(names) if n != "LC_CTYPE"] == ["ONLY"]

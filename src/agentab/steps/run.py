@@ -29,12 +29,10 @@ from agentab.harnesses.base import (
     Installation,
     Invocation,
     Outcome,
-    ProcessResult,
     RunSpec,
     StreamFacts,
-    end_stale_twin,
-    run_process,
 )
+from agentab.process import CannotStart, ProcessResult, end_stale_twin, run_process
 from agentab.measures import run_id
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
@@ -88,13 +86,18 @@ def _run_prepared(harness, installation, spec: RunSpec, run_dir: Path) -> AgentR
         path.write_text(text)
     place_in_clone(spec.clone, invocation.clone_files)
     started = datetime.now(UTC).isoformat(timespec="milliseconds")
-    process = run_process(
-        invocation,
-        stream_path=run_dir / "stream.jsonl",
-        stderr_path=run_dir / "agent-stderr.log",
-        timeout_s=spec.timeout_s,
-        lock_path=run_dir / "agent.lock",
-    )
+    try:
+        process = run_process(
+            invocation.argv,
+            env=invocation.env,
+            cwd=invocation.cwd,
+            stdout_path=run_dir / "stream.jsonl",
+            stderr_path=run_dir / "agent-stderr.log",
+            timeout_s=spec.timeout_s,
+            lock_path=run_dir / "agent.lock",
+        )
+    except CannotStart as error:
+        raise HarnessFault(str(error)) from None
     facts = harness.read_stream(run_dir / "stream.jsonl")
     outcome = harness.classify(facts, process.exit_code, process.timed_out)
     return AgentRun(invocation, process, facts, outcome, started)

