@@ -30,3 +30,12 @@ def write_json(data: dict, path: Path) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     partial.replace(path)
+
+
+def write_jsonl(lines: list[dict], path: Path) -> None:
+    """One JSON object a line, written atomically."""
+    path = Path(path)
+    partial = path.with_name(path.name + ".partial")
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)

@@ -22,7 +22,7 @@ import json, sys
 from pathlib import Path
 context = json.loads(Path(sys.argv[1]).read_text())
 handed = [Path(sys.argv[1]), Path(context["workdir"]), Path(context["patch"]),
-          Path(context["stream"])]
+          Path(context["transcript"])]
 places = set()
 for path in handed:
     folder = path if path.is_dir() else path.parent
@@ -49,13 +49,13 @@ def run(tmp_path: Path, calc_repo: Path) -> SimpleNamespace:
         " def mean(values):\n-    return sum(values) / (len(values) - 1)\n"
         "+    return sum(values) / len(values)\n"
     )
-    (run_dir / "stream.jsonl").write_text('{"type": "agent_end"}\n')
+    (run_dir / "transcript.jsonl").write_text("")
     context = {
         "run": "opaque-1",
         "workdir": str(tmp_path / "clone-gone"),
         "task_prompt": "Fix mean().",
         "etalon": {"repo": str(calc_repo), "tag": "v1.0", "sha": "x"},
-        "stream": str(run_dir / "stream.jsonl"),
+        "transcript": str(run_dir / "transcript.jsonl"),
         "patch": str(patch),
         "changed_files": ["calc.py"],
         "final_message": "Fixed.",
@@ -109,7 +109,7 @@ def snoop(run: SimpleNamespace, context_path: Path) -> dict:
 def test_every_validator_gets_the_same_context_and_its_own_checkout(run):
     first, second = prepared(run, "tests"), prepared(run, "snoop")
     contexts = [job.context() for job in (first, second)]
-    own_paths = ("workdir", "patch", "stream")
+    own_paths = ("workdir", "patch", "transcript")
     for context in contexts:
         assert {k: v for k, v in context.items() if k not in own_paths} == {
             k: v for k, v in run.context.items() if k not in own_paths

@@ -63,7 +63,7 @@ def make_job(tmp_path: Path, scenario_dir: Path, base_url: str, model: str = MOD
         "workdir": str(run_dir / "workdir"),
         "task_prompt": "Fix the off-by-one error in calc.py.",
         "etalon": {"repo": "calc.bundle", "tag": "v1.0", "sha": "abc123"},
-        "stream": str(run_dir / "stream.jsonl"),
+        "transcript": str(run_dir / "transcript.jsonl"),
         "patch": str(patch),
         "changed_files": ["calc.py"],
         "final_message": "Fixed the off-by-one in calc.py.",

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""ran_tests and turns (and, unscored, tool_calls and bash_commands), read from the agent's raw event stream (pi --mode json)."""
+"""ran_tests and turns (and, unscored, tool_calls and commands), read from the run's transcript
+(`transcript.jsonl`: the same format for every harness)."""
 
 import json
 import sys
@@ -9,18 +10,15 @@ context = json.loads(Path(sys.argv[1]).read_text())
 commands = []
 tool_calls = 0
 turns = 0
-with open(context["stream"]) as stream:
-    for line in stream:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if event.get("type") == "turn_start":
+with open(context["transcript"]) as transcript:
+    for line in transcript:
+        entry = json.loads(line)
+        if entry.get("type") == "message" and entry.get("role") == "assistant":
             turns += 1
-        if event.get("type") == "tool_execution_start":
-            tool_calls += 1
-            if event.get("toolName") == "bash":
-                commands.append(str((event.get("args") or {}).get("command", "")))
+            for call in entry.get("tool_calls", []):
+                tool_calls += 1
+                if call.get("kind") == "run":
+                    commands.append(str(call.get("command", "")))
 ran = [c for c in commands if "unittest" in c or "pytest" in c]
 print(
     json.dumps(
@@ -29,10 +27,10 @@ print(
                 "ran_tests": bool(ran),
                 "turns": turns,
                 "tool_calls": tool_calls,
-                "bash_commands": commands,
+                "commands": commands,
             },
             "reasons": {
-                "ran_tests": ran[0] if ran else f"{len(commands)} bash commands, none ran tests"
+                "ran_tests": ran[0] if ran else f"{len(commands)} commands, none ran tests"
             },
         }
     )

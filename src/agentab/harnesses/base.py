@@ -11,6 +11,11 @@ An adapter (one file under `harnesses/`) owns everything that differs between ag
   the files to write into the run's private scratch dir (agent config dir, HOME, TMPDIR) and the
   bricks to place inside the clone, each brick saying how it was passed.
 - `read_stream(path)`: the raw stream the harness printed, reduced to `StreamFacts`.
+- `transcript(path)`: the conversation from the raw stream, in the harness-neutral format of
+  `transcript.jsonl` (below): what validators read, without the harness's configuration records.
+- `sent_thinking(level, model)`: the reasoning setting a model request carries when this
+  harness is told `level` (the adapter's documented mapping), as the wire modules of the offline
+  model read it (`Conversation.thinking`): what a receipt compares the request log with.
 - `classify(facts, exit_code, timed_out)`: an `Outcome` (`completed`, or `failed` with a
   reason: the scenario's timeout, or the agent's own error such as a provider error), or a
   `HarnessFault` when the harness could not do the run at all (crash, cannot start). A fault is
@@ -82,6 +87,41 @@ class Installation:
     node: Path | None = None
 
 
+# transcript.jsonl, one JSON object a line, in conversation order:
+#   {"type": "message", "role": "user" | "assistant", "text": str,
+#    "tool_calls": [{"id": str, "tool": str, "kind": KIND, "input": {...}, "command": str?}],
+#    "usage": {"input": int, "output": int}?}
+#   {"type": "tool_result", "id": str, "tool": str, "output": str, "is_error": bool}
+# `tool` is the harness's own tool name; `kind` is one of TOOL_KINDS, so that a validator reads
+# any harness alike; a `run` call also carries its shell `command`. No system prompt, no brick
+# text, no model or thinking setting, no path of the clone: validators are blind (DESIGN §3).
+TOOL_KINDS = ("read", "edit", "write", "run", "other")
+
+
+def transcript_message(role: str, text: str, tool_calls=(), usage: dict | None = None) -> dict:
+    line: dict = {"type": "message", "role": role, "text": text, "tool_calls": list(tool_calls)}
+    if usage is not None:
+        line["usage"] = usage
+    return line
+
+
+def transcript_call(call_id: str, tool: str, kind: str, arguments: dict, command=None) -> dict:
+    call = {"id": call_id, "tool": tool, "kind": kind, "input": arguments}
+    if command is not None:
+        call["command"] = str(command)
+    return call
+
+
+def transcript_result(call_id: str, tool: str, output: str, is_error: bool) -> dict:
+    return {
+        "type": "tool_result",
+        "id": call_id,
+        "tool": tool,
+        "output": output,
+        "is_error": is_error,
+    }
+
+
 @dataclass
 class StreamFacts:
     turns: int = 0
@@ -94,6 +134,8 @@ class StreamFacts:
     stop_reason: str = ""
     errors: list[str] = field(default_factory=list)
     settled: bool = False  # the harness said it had nothing more to do
+    thinking_applied: str | None = None  # the level the harness says it used, when it says so
+    error_status: int | None = None  # the provider's HTTP status of the last error, when known
 
     def as_dict(self) -> dict:
         return {
@@ -104,6 +146,8 @@ class StreamFacts:
             "final_message": self.final_message,
             "stop_reason": self.stop_reason,
             "errors": list(self.errors),
+            "thinking_applied": self.thinking_applied,
+            "error_status": self.error_status,
         }
 
 
@@ -130,6 +174,12 @@ class Harness(ABC):
 
     @abstractmethod
     def read_stream(self, path: Path) -> StreamFacts: ...
+
+    @abstractmethod
+    def transcript(self, path: Path) -> list[dict]: ...
+
+    @abstractmethod
+    def sent_thinking(self, level: str, model: str) -> str | None: ...
 
     @abstractmethod
     def classify(self, facts: StreamFacts, exit_code: int | None, timed_out: bool) -> Outcome: ...

@@ -33,8 +33,11 @@ from agentab.harnesses.base import (
     Outcome,
     RunSpec,
     StreamFacts,
+    transcript_call,
+    transcript_message,
+    transcript_result,
 )
-from agentab.harnesses.npm import NpmHarness, base_path, node
+from agentab.harnesses.npm import NpmHarness, base_path
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 # Prices (USD per million tokens) declared for the offline model so pi reports a cost.
@@ -109,6 +112,14 @@ class PiHarness(NpmHarness):
 
     def read_stream(self, path: Path) -> StreamFacts:
         return read_pi_stream(Path(path))
+
+    def transcript(self, path: Path) -> list[dict]:
+        return pi_transcript(Path(path))
+
+    def sent_thinking(self, level: str, model: str) -> str | None:
+        # pi sends its level as OpenAI `reasoning_effort` (Anthropic: a thinking budget); "off"
+        # sends no reasoning setting at all.
+        return None if level == "off" else level
 
     def classify(self, facts: StreamFacts, exit_code: int | None, timed_out: bool) -> Outcome:
         if timed_out:
@@ -224,6 +235,8 @@ def read_pi_stream(path: Path) -> StreamFacts:
                 cost += float(usage["cost"]["total"])
                 costed = True
             facts.stop_reason = message.get("stopReason", "")
+            if message.get("thinkingLevel"):
+                facts.thinking_applied = str(message["thinkingLevel"])
             if facts.stop_reason in ("error", "aborted"):
                 facts.errors.append(str(message.get("errorMessage") or facts.stop_reason))
             else:
@@ -231,6 +244,67 @@ def read_pi_stream(path: Path) -> StreamFacts:
                 facts.final_message = message_text(message)
     facts.cost_usd = cost if costed else None
     return facts
+
+
+def stream_events(path: Path):
+    for line in path.read_bytes().split(b"\n"):
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
+TOOL_KINDS = {"read": "read", "edit": "edit", "write": "write", "bash": "run"}
+
+
+def pi_transcript(path: Path) -> list[dict]:
+    """The conversation of a pi stream: user and assistant messages, tool calls, tool results."""
+    lines = []
+    for event in stream_events(path):
+        message = event.get("message") or {}
+        if event.get("type") != "message_end":
+            continue
+        role = message.get("role")
+        if role == "user":
+            lines.append(transcript_message("user", message_text(message)))
+        elif role == "assistant":
+            calls = [
+                transcript_call(
+                    block.get("id", ""),
+                    block.get("name", ""),
+                    TOOL_KINDS.get(block.get("name", ""), "other"),
+                    block.get("arguments") or {},
+                    (block.get("arguments") or {}).get("command")
+                    if block.get("name") == "bash"
+                    else None,
+                )
+                for block in message.get("content") or []
+                if isinstance(block, dict) and block.get("type") == "toolCall"
+            ]
+            usage = message.get("usage") or {}
+            lines.append(
+                transcript_message(
+                    "assistant",
+                    message_text(message),
+                    calls,
+                    {
+                        "input": int(usage.get("input") or 0),
+                        "output": int(usage.get("output") or 0),
+                    },
+                )
+            )
+        elif role == "toolResult":
+            lines.append(
+                transcript_result(
+                    message.get("toolCallId", ""),
+                    message.get("toolName", ""),
+                    message_text(message),
+                    bool(message.get("isError")),
+                )
+            )
+    return lines
 
 
 TOKEN_FIELDS = {"input": "input", "output": "output", "cache_read": "cacheRead"}

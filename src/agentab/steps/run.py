@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentab.errors import AgentabError
-from agentab.files import write_json
+from agentab.files import write_json, write_jsonl
 from agentab.harnesses import get_harness
 from agentab.harnesses.base import (
     BrickFile,
@@ -32,8 +32,8 @@ from agentab.harnesses.base import (
     RunSpec,
     StreamFacts,
 )
-from agentab.process import CannotStart, ProcessResult, end_stale_twin, run_process
 from agentab.measures import run_id
+from agentab.process import CannotStart, ProcessResult, end_stale_twin, run_process
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
 FAULT_EXIT = 3
@@ -99,6 +99,7 @@ def _run_prepared(harness, installation, spec: RunSpec, run_dir: Path) -> AgentR
     except CannotStart as error:
         raise HarnessFault(str(error)) from None
     facts = harness.read_stream(run_dir / "stream.jsonl")
+    write_jsonl(harness.transcript(run_dir / "stream.jsonl"), run_dir / "transcript.jsonl")
     outcome = harness.classify(facts, process.exit_code, process.timed_out)
     return AgentRun(invocation, process, facts, outcome, started)
 

@@ -36,7 +36,7 @@ REASON_FIELDS = ("reason", "reasons")
 
 # Context fields that carry a file path: a validator gets its own copy of each, so that no path
 # it is handed leads into the run folder where its siblings write their outputs.
-CONTEXT_FILE_FIELDS = ("patch", "stream")
+CONTEXT_FILE_FIELDS = ("patch", "transcript")
 
 
 @dataclass(frozen=True)

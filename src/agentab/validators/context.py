@@ -29,7 +29,7 @@ def build_context(run_dir: Path, scenario_name: str, slug: str, rep: int, task_p
         "workdir": None,  # each validator's own checkout, filled in when it is made
         "task_prompt": task_prompt,
         "etalon": dict(run.get("etalon") or {}),
-        "stream": str((run_dir / "stream.jsonl").absolute()),
+        "transcript": str((run_dir / "transcript.jsonl").absolute()),
         "patch": str(patch_path.absolute()),
         "changed_files": changed_files(patch_path.read_bytes()),
         "final_message": facts.get("final_message", ""),

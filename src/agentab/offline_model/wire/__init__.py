@@ -39,4 +39,4 @@ def wire_for(method: str, path: str) -> ModuleType | None:
 
 
 def by_name(name: str) -> ModuleType:
-    return next(m for m in wire_modules() if m.NAME == name)
+    return next(m for m in wire_modules() if name == m.NAME)
