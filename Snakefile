@@ -10,7 +10,7 @@ configfile: "config/config.yaml"
 
 include: "rules/common.smk"
 include: "rules/harness.smk"
-include: "rules/clone.smk"
+include: "rules/freeze.smk"
 include: "rules/run.smk"
 include: "rules/validate.smk"
 include: "rules/measure.smk"
@@ -18,15 +18,15 @@ include: "rules/aggregate.smk"
 
 
 onsuccess:
-    print(measured_summary(PLAN))
+    print(measured_summary(WORKFLOW))
 
 
 onerror:
-    print(measured_summary(PLAN))
+    print(measured_summary(WORKFLOW))
     print("agentab: run the same command again to redo only what is missing.")
 
 
 rule all:
     default_target: True
     input:
-        PLAN.targets(),
+        WORKFLOW.targets(),

@@ -118,8 +118,6 @@ def scenario_text(demo_text: str, n_context: int, n_wording: int, repetitions: i
 
 
 def trivial_shell(rule: str) -> str:
-    if rule == "clone_etalon":
-        return "mkdir -p {output}"
     return "touch {output}"
 
 
@@ -192,9 +190,9 @@ def build_project(root: Path, runs: int) -> dict:
     forms = [n for n, s in scenario.validators.items() if s.mode == "form"]
     harnesses = {(c.agent.harness, c.agent.version) for c in scenario.cells}
     n_runs = len(scenario.cells) * scenario.repetitions
-    # Per run: clone, agent run, one job per scored validator, measures. Per scenario: freeze,
+    # Per run: agent run (it clones), one job per scored validator, measures. Per scenario: freeze,
     # synthesis, one blank form per form validator; per harness: its install; and `all`.
-    jobs = n_runs * (3 + len(scored)) + 2 + len(forms) + len(harnesses) + 1
+    jobs = n_runs * (2 + len(scored)) + 2 + len(forms) + len(harnesses) + 1
     return {
         "cells": len(scenario.cells),
         "repetitions": scenario.repetitions,
@@ -263,8 +261,6 @@ def check_outputs(root: Path, project: dict) -> list[str]:
         problems.append(f"{measures} measures.json written, {project['runs']} expected")
     if not (results / "synthesis.md").exists():
         problems.append("no synthesis.md written")
-    if any((root / ".agentab" / "clones").glob("*/*/*")):
-        problems.append("clones left behind (temp() outputs not removed)")
     return problems
 
 

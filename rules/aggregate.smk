@@ -11,31 +11,31 @@ localrules:
 
 rule synthesize:
     input:
-        frozen=result("{scenario}", "scenario.toml"),
-        measures=lambda w: PLAN.all_measures(w.scenario),
-        code=PLAN.synthesis_code(),
+        frozen=results_file("frozen_scenario"),
+        measures=lambda w: WORKFLOW.all_measures(w.scenario),
+        code=WORKFLOW.synthesis_code(),
     output:
-        [result("{scenario}", name) for name in SYNTHESIS_FILES],
+        [str(path) for path in LAYOUT.results("{scenario}").outputs()],
     log:
-        result("{scenario}", "logs", "synthesize.log"),
+        str(LAYOUT.results("{scenario}").log("synthesize")),
     conda:
         "../envs/agentab.yaml"
     params:
-        results_dir=lambda w: result(w.scenario),
+        results_dir=filled(results),
     script:
         "../scripts/synthesize.py"
 
 
 rule form_blank:
     input:
-        measures=lambda w: PLAN.all_measures(w.scenario),
+        measures=lambda w: WORKFLOW.all_measures(w.scenario),
     output:
-        result("{scenario}", "forms", "{validator}.blank.toml"),
+        str(LAYOUT.results("{scenario}").blank_form("{validator}")),
     log:
-        result("{scenario}", "logs", "form-{validator}.log"),
+        str(LAYOUT.results("{scenario}").log("form-{validator}")),
     conda:
         "../envs/agentab.yaml"
     params:
-        results_dir=lambda w: result(w.scenario),
+        results_dir=filled(results),
     script:
         "../scripts/form_blank.py"

@@ -1,49 +1,52 @@
-# Shared by every rule: the checked config, the plan of runs the package makes from the
-# scenarios, and the paths. A scenario with a problem stops here, before anything runs.
+# Shared by every rule: the checked config, the workflow the package makes from the scenarios,
+# and the paths, all asked of agentab.layout. A scenario with a problem stops here, before
+# anything runs.
+import shlex
 import sys
 
 from snakemake.utils import validate
 
 from agentab.errors import AgentabError
-from agentab.workflow import SYNTHESIS_FILES, Plan, as_param, measured_summary
+from agentab.repair import repair_on_start
+from agentab.workflow import Workflow, as_param, measured_summary
 
 validate(config, schema="../config/config.schema.yaml")
 
 try:
-    PLAN = Plan.from_config(config)
+    WORKFLOW = Workflow.from_config(config)
 except AgentabError as error:
     sys.stderr.write(f"agentab: nothing runs.\n{error.render()}\n")
     raise SystemExit(2)
 
+LAYOUT = WORKFLOW.layout
 # The interpreter that runs Snakemake has agentab installed: every step uses it, on this
 # machine or on a cluster node that shares the filesystem.
 PY = sys.executable
-RESULTS = str(PLAN.results)
-STATE = str(PLAN.state)
-HARNESSES = str(PLAN.harnesses)
+HARNESSES = str(LAYOUT.harnesses)
+MIRRORS = str(LAYOUT.mirrors)
+WORK = str(LAYOUT.work)
 # Where API keys live, for real providers: a path on the command line, never a key.
-CREDENTIALS = PLAN.credentials_argument()
+CREDENTIALS = WORKFLOW.credentials_argument()
 # How judges reach their model (key file, endpoint, patience): operational, so it is not a
 # param: moving the key file must not rerun every judge.
-JUDGE_SETTINGS = as_param(PLAN.judge_settings())
+JUDGE_SETTINGS = as_param(WORKFLOW.judge_settings())
 
 
-def result(*parts):
-    """A path under results/ (paths are joined, never concatenated)."""
-    return str(PLAN.results.joinpath(*parts))
+def results(*parts):
+    """results/<scenario>/…, with wildcards passed through."""
+    folder = LAYOUT.results("{scenario}")
+    return str(folder.path.joinpath(*parts)) if parts else str(folder.path)
 
 
-def run_file(*parts):
-    """A path in one run's folder: results/<scenario>/runs/<cell>/r<NN>/..."""
-    return result("{scenario}", "runs", "{cell}", "{rep}", *parts)
+def results_file(name):
+    """A file of results/<scenario>/, by its layout name (frozen_scenario, report, …)."""
+    return str(getattr(LAYOUT.results("{scenario}"), name))
 
 
-def state(*parts):
-    return str(PLAN.state.joinpath(*parts))
-
-
-def harness_file(*parts):
-    return str(PLAN.harnesses.joinpath(*parts))
+def run_file(name, *args):
+    """A file of one run's folder, by its layout name: run_file("record"), run_file("log", "run")."""
+    attribute = getattr(LAYOUT.run("{scenario}", "{cell}", "{rep}"), name)
+    return str(attribute(*args) if callable(attribute) else attribute)
 
 
 wildcard_constraints:
@@ -59,4 +62,14 @@ def rep_number(wildcards):
 
 
 def scenario_file(wildcards):
-    return PLAN.scenario_file(wildcards.scenario)
+    return WORKFLOW.scenario_file(wildcards.scenario)
+
+
+def filled(path_function):
+    """An input or param filled in with the wildcards (`path.format(**wildcards)`)."""
+    return lambda wildcards: path_function().format(**wildcards)
+
+
+# A per-run file that is missing, unreadable or malformed is removed with what depends on it,
+# and the synthesis made due, so that this invocation redoes exactly that. A dry run only tells.
+repair_on_start(workflow, WORKFLOW, sys.argv)

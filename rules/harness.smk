@@ -1,4 +1,4 @@
-# The pinned agent CLI, installed once into the project (shared storage on a cluster).
+# The pinned agent CLIs, each installed once into the project (shared storage on a cluster).
 
 
 # On the login node: compute nodes often reach no package registry; the install still lands
@@ -9,9 +9,9 @@ localrules:
 
 rule install_harness:
     output:
-        harness_file("{harness}", "{version}", "installed.json"),
+        str(LAYOUT.harness_marker("{harness}", "{version}")),
     log:
-        state("logs", "install-{harness}-{version}.log"),
+        str(LAYOUT.install_log("{harness}", "{version}")),
     conda:
         "../envs/agentab.yaml"
     shell:

@@ -4,30 +4,34 @@
 
 rule measure_run:
     input:
-        run=run_file("run.json"),
+        record=run_file("record"),
         outputs=lambda w: [
-            run_file("validators", f"{v}.json").format(**w)
-            for v in PLAN.scored_validators(w.scenario)
+            run_file("validator_output", v).format(**w)
+            for v in WORKFLOW.scored_validators(w.scenario)
         ],
-        answers=lambda w: PLAN.filled_forms(w.scenario),
+        answers=lambda w: WORKFLOW.filled_forms(w.scenario),
     output:
-        run_file("measures.json"),
+        run_file("measures"),
     log:
-        run_file("logs", "measure.log"),
+        run_file("log", "measure"),
     group:
         "run"
     conda:
         "../envs/agentab.yaml"
     params:
-        contract=lambda w: PLAN.measure_params(w.scenario),
+        contract=lambda w: WORKFLOW.measure_params(w.scenario),
         scenario=scenario_file,
         rep=rep_number,
-        run_dir=lambda w: run_file().format(**w),
-        results_dir=lambda w: result(w.scenario),
+        outputs=lambda w, input: " ".join(
+            f"--output {shlex.quote(p)}" for p in input.outputs
+        ),
+        answers=lambda w, input: " ".join(
+            f"--answers {shlex.quote(p)}" for p in input.answers
+        ),
     shell:
         "{PY:q} -m agentab.steps.measure --scenario {params.scenario:q} --cell {wildcards.cell} "
-        "--rep {params.rep} --run-dir {params.run_dir:q} --results-dir {params.results_dir:q} "
-        "> {log:q} 2>&1"
+        "--rep {params.rep} --record {input.record:q} {params.outputs} {params.answers} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 # A filled form is checked once (types, fills, ids, metrics other validators produce), against
@@ -38,17 +42,18 @@ localrules:
 
 rule ingest_form:
     input:
-        form=result("{scenario}", "forms", "{validator}.toml"),
-        outputs=lambda w: PLAN.all_validator_outputs(w.scenario),
+        form=str(LAYOUT.results("{scenario}").filled_form("{validator}")),
+        outputs=lambda w: WORKFLOW.all_validator_outputs(w.scenario),
     output:
-        result("{scenario}", ".form-keys", "{validator}.answers.json"),
+        str(LAYOUT.results("{scenario}").form_answers("{validator}")),
     log:
-        result("{scenario}", "logs", "ingest-{validator}.log"),
+        str(LAYOUT.results("{scenario}").log("ingest-{validator}")),
     conda:
         "../envs/agentab.yaml"
     params:
         scenario=scenario_file,
-        results_dir=lambda w: result(w.scenario),
+        results_dir=filled(results),
     shell:
         "{PY:q} -m agentab.steps.ingest_form --scenario {params.scenario:q} "
-        "--validator {wildcards.validator:q} --results-dir {params.results_dir:q} > {log:q} 2>&1"
+        "--validator {wildcards.validator:q} --results-dir {params.results_dir:q} "
+        "--out {output:q} > {log:q} 2>&1"

@@ -1,34 +1,42 @@
-# One agent run: the pinned harness on the fresh clone, its raw stream kept byte for byte,
-# and the patch of its work against the tag. Its params are the cell's run configuration
-# only (agent fields, prompt digest, brick digests): nothing about validators.
+# One agent run: a fresh clone of the etalon tag (made by the step, in a folder with a random
+# name, and removed after), the pinned harness in it, its raw stream kept byte for byte, its
+# transcript, the requests that reached the model, and the patch of its work. Its params are
+# the cell's run configuration only (agent fields, prompt digest, brick digests).
 
 
 rule run_agent:
     input:
-        clone=state("clones", "{scenario}", "{cell}", "{rep}"),
-        harness=lambda w: ancient(PLAN.harness_marker(w.scenario, w.cell)),
+        harness=lambda w: ancient(WORKFLOW.harness_marker(w.scenario, w.cell)),
     output:
-        run=run_file("run.json"),
-        stream=run_file("stream.jsonl"),
-        patch=run_file("result.patch"),
+        record=run_file("record"),
+        stream=run_file("stream"),
+        transcript=run_file("transcript"),
+        patch=run_file("patch"),
+        model_requests=run_file("model_requests"),
     log:
-        run_file("logs", "run.log"),
+        run_file("log", "run"),
     benchmark:
-        run_file("logs", "run.benchmark.tsv")
+        run_file("benchmark", "run")
     group:
         "run"
     conda:
         "../envs/agentab.yaml"
     resources:
         agent_slots=1,
-        runtime=lambda w: PLAN.timeout_minutes(w.scenario, w.cell),
+        runtime=lambda w: WORKFLOW.timeout_minutes(w.scenario, w.cell),
     params:
-        run_config=lambda w: PLAN.run_params(w.scenario, w.cell),
+        run_config=lambda w: WORKFLOW.run_params(w.scenario, w.cell),
         scenario=scenario_file,
         rep=rep_number,
-        run_dir=lambda w: run_file().format(**w),
+        stderr=filled(lambda: run_file("agent_stderr")),
+        lock=filled(lambda: run_file("agent_lock")),
+        earlier=filled(lambda: run_file("earlier_attempts")),
+        faults=filled(lambda: run_file("faults")),
     shell:
         "{PY:q} -m agentab.steps.run --scenario {params.scenario:q} --cell {wildcards.cell} "
-        "--rep {params.rep} --clone {input.clone:q} --out {params.run_dir:q} "
-        "--harnesses-dir {HARNESSES:q} --mirrors-dir {STATE:q}/mirrors {CREDENTIALS} "
-        "> {log:q} 2>&1"
+        "--rep {params.rep} --work-root {WORK:q} --record {output.record:q} "
+        "--stream {output.stream:q} --transcript {output.transcript:q} "
+        "--patch {output.patch:q} --model-requests {output.model_requests:q} "
+        "--agent-stderr {params.stderr:q} --lock {params.lock:q} "
+        "--earlier-attempts {params.earlier:q} --faults {params.faults:q} "
+        "--harnesses-dir {HARNESSES:q} --mirrors-dir {MIRRORS:q} {CREDENTIALS} > {log:q} 2>&1"

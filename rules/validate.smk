@@ -4,27 +4,30 @@
 
 rule validate_run:
     input:
-        run=run_file("run.json"),
-        stream=run_file("stream.jsonl"),
-        patch=run_file("result.patch"),
+        record=run_file("record"),
+        transcript=run_file("transcript"),
+        patch=run_file("patch"),
     output:
-        run_file("validators", "{validator}.json"),
+        run_file("validator_output", "{validator}"),
     log:
-        run_file("logs", "validate-{validator}.log"),
+        run_file("log", "validate-{validator}"),
     group:
         "run"
     conda:
         "../envs/agentab.yaml"
     resources:
-        runtime=lambda w: PLAN.validator_minutes(w.scenario, w.validator),
+        runtime=lambda w: WORKFLOW.validator_minutes(w.scenario, w.validator),
     params:
-        validator=lambda w: PLAN.validator_params(w.scenario, w.validator),
+        validator=lambda w: WORKFLOW.validator_params(w.scenario, w.validator),
         scenario=scenario_file,
         rep=rep_number,
-        run_dir=lambda w: run_file().format(**w),
-        scratch=lambda w: state("scratch", w.scenario, w.cell, w.rep, w.validator),
+        audit=filled(lambda: run_file("validator_audit", "{validator}")),
+        lock=filled(lambda: run_file("validator_lock", "{validator}")),
+        secret=filled(lambda: results_file("secret")),
     shell:
         "{PY:q} -m agentab.steps.validate --scenario {params.scenario:q} --cell {wildcards.cell} "
-        "--rep {params.rep} --validator {wildcards.validator:q} --run-dir {params.run_dir:q} "
-        "--scratch-dir {params.scratch:q} --mirrors-dir {STATE:q}/mirrors "
-        "--settings {JUDGE_SETTINGS:q} > {log:q} 2>&1"
+        "--rep {params.rep} --validator {wildcards.validator:q} --record {input.record:q} "
+        "--transcript {input.transcript:q} --patch {input.patch:q} --out {output:q} "
+        "--audit {params.audit:q} --lock {params.lock:q} --secret {params.secret:q} "
+        "--work-root {WORK:q} --mirrors-dir {MIRRORS:q} --settings {JUDGE_SETTINGS:q} "
+        "> {log:q} 2>&1"

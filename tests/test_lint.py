@@ -16,7 +16,8 @@ BIN = Path(sys.executable).parent
 #   provenance, so moving the virtual environment would rerun every agent run.
 ALLOWED_LINTS = {
     "Shell command directly uses variable PY from outside of the rule",
-    "Shell command directly uses variable STATE from outside of the rule",
+    "Shell command directly uses variable MIRRORS from outside of the rule",
+    "Shell command directly uses variable WORK from outside of the rule",
     "Shell command directly uses variable HARNESSES from outside of the rule",
     # The credentials file's path: where a key lives is not what was measured.
     "Shell command directly uses variable CREDENTIALS from outside of the rule",

@@ -8,6 +8,7 @@ own configuration as the agent's work.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path, PurePosixPath
 
@@ -19,6 +20,11 @@ def place_in_clone(clone: Path, files: dict[str, Path]) -> list[str]:
     placed = []
     for rel, source in files.items():
         target = clone / safe_relative(rel)
+        if target.exists() and not already_placed(clone, rel):
+            raise AgentabError(
+                f"a brick would overwrite `{rel}`, which the etalon holds: the agent would "
+                "measure our file in place of the repository's; pass the brick another way"
+            )
         target.parent.mkdir(parents=True, exist_ok=True)
         if Path(source).is_dir():
             shutil.copytree(source, target, dirs_exist_ok=True)
@@ -27,6 +33,13 @@ def place_in_clone(clone: Path, files: dict[str, Path]) -> list[str]:
         placed.append(str(PurePosixPath(rel)))
     exclude_from_git(clone, placed)
     return placed
+
+
+def already_placed(clone: Path, rel: str) -> bool:
+    """Whether agentab placed this path before (it is then listed in .git/info/exclude)."""
+    exclude = clone / ".git" / "info" / "exclude"
+    line = f"/{PurePosixPath(rel).as_posix().strip('/')}"
+    return exclude.exists() and line in exclude.read_text().splitlines()
 
 
 def exclude_from_git(clone: Path, paths: list[str]) -> None:
@@ -51,3 +64,54 @@ def safe_relative(rel: str) -> Path:
     if path.is_absolute() or ".." in path.parts or not path.parts or path.parts[0] == ".git":
         raise AgentabError(f"a brick may only be placed inside the clone, not at {rel!r}")
     return Path(*path.parts)
+
+
+# ---------------------------------------------------------------------------- what a brick is
+
+
+def content_sha256(path: Path) -> str:
+    """A file's hash, or a folder's: every file's relative path and bytes, in sorted order."""
+    digest = hashlib.sha256()
+    if path.is_file():
+        digest.update(path.read_bytes())
+        return digest.hexdigest()
+    for child in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(child.relative_to(path).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(child.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """Whether path, symlinks followed, lies in folder (symlinks followed too)."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def brick_shape_problem(kind: str, path: Path, scenario_dir: Path) -> str | None:
+    """Why a file cannot be a brick of this kind (a brick is what it claims), or None."""
+    if kind in ("context_files", "agents") and not path.is_file():
+        return f"a {KIND_WORDS[kind]} must be a regular file, and this is a folder"
+    if kind == "skills":
+        if not path.is_dir():
+            return "a skill is a folder holding SKILL.md, and this is a file"
+        if not (path / "SKILL.md").is_file():
+            return "a skill is a folder holding SKILL.md, and this folder has none"
+    if path.is_dir():
+        for child in sorted(path.rglob("*")):
+            if not inside(child, scenario_dir):
+                return (
+                    f"`{child.relative_to(path)}` inside it is a link that leads out of the "
+                    "scenario's folder"
+                )
+    return None
+
+
+KIND_WORDS = {
+    "context_files": "context file",
+    "extensions": "extension",
+    "skills": "skill",
+    "agents": "agent definition",
+}

@@ -18,8 +18,8 @@ BASELINE_NAME_WITHOUT_AXES = "baseline"
 
 
 @dataclass(frozen=True)
-class CellPlan:
-    """A cell before its paths and agent fields are resolved against the scenario."""
+class CellDraft:
+    """A cell as the matrix declares it, before its paths and agent fields are resolved."""
 
     name: str
     is_baseline: bool
@@ -59,7 +59,7 @@ def merge_deltas(named: list[tuple[str, str, dict]]) -> tuple[dict, list[str]]:
     return merged, conflicts
 
 
-def expand_grid(axes: dict[str, list[str]], deltas: dict[str, dict[str, dict]]) -> list[CellPlan]:
+def expand_grid(axes: dict[str, list[str]], deltas: dict[str, dict[str, dict]]) -> list[CellDraft]:
     """The cartesian product in axis declaration order; the first axis varies slowest."""
     plans = []
     dimensions = list(axes)
@@ -71,7 +71,7 @@ def expand_grid(axes: dict[str, list[str]], deltas: dict[str, dict[str, dict]]) 
         ]
         settings, conflicts = merge_deltas(named)
         plans.append(
-            CellPlan(
+            CellDraft(
                 name=grid_cell_name(values),
                 is_baseline=not named,
                 is_variant=False,
@@ -88,7 +88,7 @@ def expand_variant(
     choice: dict[str, list[str]],
     axes: dict[str, list[str]],
     deltas: dict[str, dict[str, dict]],
-) -> CellPlan:
+) -> CellDraft:
     """Baseline plus the named deltas; naming an axis's baseline value adds nothing."""
     named = [
         (dimension, value, deltas.get(dimension, {}).get(value, {}))
@@ -97,7 +97,7 @@ def expand_variant(
         if not (dimension in axes and value == axes[dimension][0])
     ]
     settings, conflicts = merge_deltas(named)
-    return CellPlan(
+    return CellDraft(
         name=name,
         is_baseline=False,
         is_variant=True,
@@ -119,7 +119,7 @@ def expand(
     axes: dict[str, list[str]],
     deltas: dict[str, dict[str, dict]],
     variants: dict[str, dict[str, list[str]]],
-) -> list[CellPlan]:
+) -> list[CellDraft]:
     """Every cell in rendered order: the grid, then the variants in declaration order."""
     plans = expand_grid(axes, deltas)
     plans.extend(expand_variant(name, choice, axes, deltas) for name, choice in variants.items())

@@ -12,7 +12,6 @@ import hashlib
 import re
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +35,7 @@ def git_env(**extra: str) -> dict[str, str]:
     """A constructed environment for git: no user or system config leaks into a measurement."""
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": tempfile.gettempdir(),
+        "HOME": "/nonexistent",  # git reads no user config from a HOME that does not exist
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
         "GIT_TERMINAL_PROMPT": "0",
@@ -129,6 +128,12 @@ def etalon_problem(location: str, tag: str) -> EtalonProblem | None:
     return EtalonProblem("tag", f"`{tag}` is not a tag of {location}", known)
 
 
+def repository_name(location: str) -> str:
+    """A clone's folder name: the repository's own name, the same for every cell and run."""
+    stem = Path(location.rstrip("/")).name.removesuffix(".git").removesuffix(".bundle")
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-.") or "repo"
+
+
 def mirror_path(location: str, mirrors_dir: Path) -> Path:
     digest = hashlib.sha256(location.encode()).hexdigest()[:16]
     stem = re.sub(r"[^A-Za-z0-9]+", "-", Path(location.rstrip("/")).name).strip("-") or "repo"
@@ -192,16 +197,19 @@ def tag_sha(repo: Path, tag: str) -> str:
     return git("rev-parse", f"refs/tags/{tag}^{{commit}}", cwd=repo).strip()
 
 
-def result_patch(clone: Path, tag: str) -> bytes:
-    """The agent's work against the tag: binary-safe, untracked files included, excluded files not.
+def result_patch(clone: Path, base_sha: str) -> bytes:
+    """The agent's work against the etalon commit (the SHA recorded at clone time, not the tag,
+    which the agent can move or delete): binary-safe, untracked files included, excluded not.
 
     A private index keeps the clone's own index untouched; `git add -A` honours
     .gitignore and .git/info/exclude, which is where injected files are listed.
     """
     clone = Path(clone)
-    with tempfile.TemporaryDirectory(prefix="agentab-index-") as scratch:
-        env = git_env(GIT_INDEX_FILE=str(Path(scratch) / "index"))
-        git("read-tree", f"refs/tags/{tag}", cwd=clone, env=env)
+    index = clone / ".git" / "agentab-patch-index"
+    index.unlink(missing_ok=True)
+    try:
+        env = git_env(GIT_INDEX_FILE=str(index))
+        git("read-tree", base_sha, cwd=clone, env=env)
         git("add", "--all", cwd=clone, env=env)
         result = subprocess.run(
             [
@@ -211,13 +219,15 @@ def result_patch(clone: Path, tag: str) -> bytes:
                 "--binary",
                 "--no-color",
                 "--no-ext-diff",
-                f"refs/tags/{tag}",
+                base_sha,
             ],
             cwd=clone,
             env=env,
             stdin=subprocess.DEVNULL,
             capture_output=True,
         )
+    finally:
+        index.unlink(missing_ok=True)
     if result.returncode != 0:
         raise AgentabError(
             f"git diff failed in {clone}: {result.stderr.decode(errors='replace').strip()}"

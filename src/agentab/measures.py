@@ -8,17 +8,15 @@ stays valid and the metric simply has no value yet.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from agentab.files import write_json
+from agentab.layout import run_id
 from agentab.scenario import Cell, Scenario
 
 SCHEMA_VERSION = 1
-
-
-def run_id(slug: str, rep: int) -> str:
-    return f"{slug}/{rep_folder(rep)}"
-
-
-def rep_folder(rep: int) -> str:
-    return f"r{rep:02d}"
+ANSWERS_SUFFIX = ".answers.json"
 
 
 def provenance(run: dict) -> dict:
@@ -115,7 +113,11 @@ def build_measures(
             )
     fills = form_metrics(scenario)
     for metric in scenario.metrics:
-        if metric in returned:
+        if metric in returned and returned[metric] is None:
+            measures["problems"].append(
+                f"{producers[metric]} returned null for the contract metric `{metric}`: no value"
+            )
+        elif metric in returned:
             measures["metrics"][metric] = returned[metric]
         elif metric in fills:
             measures["pending"].append(metric)
@@ -124,4 +126,34 @@ def build_measures(
     measures["extra"] = {k: v for k, v in returned.items() if k not in scenario.metrics}
     if measures["problems"]:
         measures["status"] = "invalid"
+    return measures
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def measure_run(
+    scenario: Scenario,
+    cell: Cell,
+    rep: int,
+    record: Path,
+    outputs: list[Path],
+    answers: list[Path],
+    out: Path,
+) -> dict:
+    """Write a run's measures.json from the files the workflow rule hands over.
+
+    A validator's output file is named after it (`<validator>.json`), a form's checked answers
+    after the form (`<validator>.answers.json`).
+    """
+    run = read_json(record)
+    by_validator = {Path(path).stem: read_json(path) for path in outputs}
+    run_name = run_id(cell.slug, rep)
+    form_answers = {
+        Path(path).name.removesuffix(ANSWERS_SUFFIX): read_json(path)["answers"].get(run_name, {})
+        for path in answers
+    }
+    measures = build_measures(scenario, cell, rep, run, by_validator, form_answers)
+    write_json(measures, out)
     return measures

@@ -18,6 +18,9 @@ RATE = "rate"
 MEDIAN = "median"
 DIAGNOSTIC = "diagnostic"
 
+# Verdict fields that explain a judge's answer rather than score the run: never metrics.
+REASON_FIELDS = ("reason", "reasons")
+
 # z for a two-sided 95% interval; the Wilson interval of a rate uses it.
 Z_95 = 1.959963984540054
 

@@ -135,7 +135,15 @@ def process_start_ticks(pid: int) -> str | None:
 
 
 def write_lock(lock_path: Path, pgid: int) -> None:
-    record = {"pgid": pgid, "start": process_start_ticks(pgid)}
+    """The group to end, and the agentab step that owns it (a killed workflow orphans both)."""
+    owner = os.getpid()
+    record = {
+        "pgid": pgid,
+        "start": process_start_ticks(pgid),
+        "owner": owner,
+        "owner_start": process_start_ticks(owner),
+    }
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
     lock_path.write_text(json.dumps(record) + "\n")
 
 
@@ -158,7 +166,19 @@ def end_stale_twin(lock_path: Path) -> None:
         return
     # Linux never reuses a pid while a group of that id has members, so the group is ours when
     # its leader is the very process that took the lock, or when the leader is gone.
+    end_stale_owner(record)
     leader_start = process_start_ticks(pgid)
     if leader_start == record.get("start") or leader_start is None:
         end_process_group(pgid)
     lock_path.unlink(missing_ok=True)
+
+
+def end_stale_owner(record: dict) -> None:
+    """End the orphaned step that started a stale twin, so that it cannot write its outputs
+    (or clean its folders) over the attempt that redoes its job."""
+    owner = record.get("owner")
+    if not isinstance(owner, int) or owner == os.getpid():
+        return
+    if process_start_ticks(owner) == record.get("owner_start") is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(owner, signal.SIGKILL)

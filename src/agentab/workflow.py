@@ -4,6 +4,9 @@ A rule gets only its own slice of the scenario as `params`, because Snakemake re
 when its params change: the agent-run params hold only what decides an agent run (never the
 validators), a validator's params only that validator, so editing a validator never reruns an
 agent run, and editing the metric contract reruns only the measures and the synthesis.
+
+The config reaching `Workflow.from_config` has been validated, and filled with its defaults, by
+`config/config.schema.yaml` (Snakemake's `validate`): that schema is the one config check.
 """
 
 from __future__ import annotations
@@ -16,11 +19,22 @@ from pathlib import Path
 
 import agentab
 from agentab.errors import AgentabError, problem
-from agentab.measures import rep_folder
+from agentab.layout import Layout, rep_folder
 from agentab.scenario import Scenario, content_sha256, load_scenario
+from agentab.validators import CONFIG_KEYS, validator_timeout_s
 
-SYNTHESIS_FILES = ("synthesis.md", "cells.csv", "gaps.csv", "measures.csv", "gaps.png", "gaps.svg")
-DEFAULTS = {"results": "results", "state": ".agentab"}
+# The package files that decide the synthesis: editing one reruns only the synthesis.
+SYNTHESIS_CODE = (
+    "results.py",
+    "verdicts.py",
+    "tables.py",
+    "figure.py",
+    "prose.py",
+    "synthesis.py",
+    "stats.py",
+    "metrics.py",
+    "templates/synthesis.md.j2",
+)
 
 
 def as_param(data) -> str:
@@ -29,75 +43,44 @@ def as_param(data) -> str:
 
 
 @dataclass
-class Plan:
-    """The scenarios of one workflow invocation, loaded and checked once."""
+class Workflow:
+    """The scenarios of one workflow invocation, loaded and checked once, and their layout."""
 
     scenarios: dict[str, Scenario]
     scenario_paths: dict[str, str]  # as the config gives them: a moved project reruns nothing
-    results: Path
-    state: Path
-    harnesses: Path
+    layout: Layout
     config: dict
 
     @classmethod
-    def from_config(cls, config: dict, config_file: str = "config/config.yaml") -> Plan:
-        paths = config.get("scenarios") or []
-        if isinstance(paths, str):
-            paths = [paths]
-        if not paths:
-            raise AgentabError(
-                problem(
-                    config_file,
-                    "scenarios",
-                    "no scenario to run",
-                    "list scenario files under `scenarios:` (e.g. scenarios/demo/scenario.toml)",
-                )
-            )
+    def from_config(cls, config: dict, config_file: str = "config/config.yaml") -> Workflow:
         scenarios: dict[str, Scenario] = {}
         scenario_paths: dict[str, str] = {}
-        for path in paths:
+        for path in config["scenarios"]:
             scenario = load_scenario(path)
             if scenario.name in scenarios:
                 raise AgentabError(
                     problem(
                         path,
                         "scenario.name",
-                        f"two scenarios are named `{scenario.name}`; both would write results/{scenario.name}/",
+                        f"two scenarios are named `{scenario.name}`; both would write "
+                        f"results/{scenario.name}/",
                         "rename one of them",
                     )
                 )
             scenarios[scenario.name] = scenario
             scenario_paths[scenario.name] = str(path)
-        state = Path(config.get("state") or DEFAULTS["state"])
-        return cls(
-            scenarios=scenarios,
-            scenario_paths=scenario_paths,
-            results=Path(config.get("results") or DEFAULTS["results"]),
+        state = Path(config["state"])
+        layout = Layout(
+            results_root=Path(config["results"]),
             state=state,
             harnesses=Path(config.get("harnesses") or state / "harnesses"),
-            config=config,
         )
+        return cls(scenarios, scenario_paths, layout, config)
 
-    # ------------------------------------------------------------------ paths
-
-    def results_dir(self, scenario: str) -> Path:
-        return self.results / scenario
-
-    def run_dir(self, scenario: str, cell: str, rep: str) -> Path:
-        return self.results_dir(scenario) / "runs" / cell / rep
-
-    def targets(self) -> list[str]:
-        """Everything `snakemake` with no target builds: each scenario's synthesis and forms."""
-        files = []
-        for name in self.scenarios:
-            files += [str(self.results_dir(name) / f) for f in SYNTHESIS_FILES]
-            files += [
-                str(self.results_dir(name) / "forms" / f"{v}.blank.toml")
-                for v in self.form_validators(name)
-            ]
-        return files
+    # ------------------------------------------------------------------ targets
 
     def runs(self, scenario: str) -> list[tuple[str, str]]:
+        """(cell slug, repetition folder) of every run of a scenario, in rendered order."""
         sc = self.scenarios[scenario]
         return [
             (cell.slug, rep_folder(rep))
@@ -105,10 +88,26 @@ class Plan:
             for rep in range(1, sc.repetitions + 1)
         ]
 
+    def targets(self) -> list[str]:
+        """Everything `snakemake` with no target builds: each scenario's synthesis and forms."""
+        files = []
+        for name in self.scenarios:
+            results = self.layout.results(name)
+            files += [str(path) for path in results.outputs()]
+            files += [str(results.blank_form(v)) for v in self.form_validators(name)]
+        return files
+
     def all_measures(self, scenario: str) -> list[str]:
         return [
-            str(self.run_dir(scenario, cell, rep) / "measures.json")
+            str(self.layout.run(scenario, cell, rep).measures) for cell, rep in self.runs(scenario)
+        ]
+
+    def all_validator_outputs(self, scenario: str) -> list[str]:
+        """Every scored validator output of every run: what a filled form is checked against."""
+        return [
+            str(self.layout.run(scenario, cell, rep).validator_output(v))
             for cell, rep in self.runs(scenario)
+            for v in self.scored_validators(scenario)
         ]
 
     # ------------------------------------------------------------------ per rule
@@ -118,12 +117,12 @@ class Plan:
 
     def harness_marker(self, scenario: str, cell: str) -> str:
         agent = self.scenarios[scenario].cell(cell).agent
-        return str(self.harnesses / agent.harness / agent.version / "installed.json")
+        return str(self.layout.harness_marker(agent.harness, agent.version))
 
     def run_params(self, scenario: str, cell: str) -> str:
         sc = self.scenarios[scenario]
         etalon = {"repo": sc.etalon.repo, "tag": sc.etalon.tag}
-        return as_param({"etalon": etalon, **self._run_config(scenario, cell)})
+        return as_param({"etalon": etalon, **self._cell_configs[(scenario, cell)]})
 
     @cached_property
     def _cell_configs(self) -> dict:
@@ -131,20 +130,14 @@ class Plan:
             (name, c.slug): c.run_config() for name, sc in self.scenarios.items() for c in sc.cells
         }
 
-    def _run_config(self, scenario: str, cell: str) -> dict:
-        return self._cell_configs[(scenario, cell)]
-
     def timeout_minutes(self, scenario: str, cell: str) -> int:
         """An agent-run job's time limit on a cluster: the scenario's timeout, with room."""
         return _minutes_with_margin(self.scenarios[scenario].cell(cell).agent.timeout_s)
 
     def validator_minutes(self, scenario: str, validator: str) -> int:
         """A validator job's time limit on a cluster: its own timeout, with room to check out."""
-        from agentab.scenario import parse_duration
-        from agentab.validators.script import DEFAULT_TIMEOUT_S
-
         spec = self.scenarios[scenario].validators[validator]
-        return _minutes_with_margin(parse_duration(spec.options.get("timeout", DEFAULT_TIMEOUT_S)))
+        return _minutes_with_margin(validator_timeout_s(spec))
 
     def scored_validators(self, scenario: str) -> list[str]:
         """Validators with a job per run (script and judge); forms are filled by a person."""
@@ -165,9 +158,7 @@ class Plan:
         return f"--credentials {shlex.quote(str(Path(path).absolute()))}" if path else ""
 
     def judge_settings(self) -> dict:
-        """The config keys judges read (validators.CONFIG_KEYS), as the config gives them."""
-        from agentab.validators import CONFIG_KEYS
-
+        """The config keys judges read, as the config gives them."""
         return {k: self.config[k] for k in CONFIG_KEYS if self.config.get(k) is not None}
 
     def measure_params(self, scenario: str) -> str:
@@ -179,36 +170,25 @@ class Plan:
     def filled_forms(self, scenario: str) -> list[str]:
         """The checked answers of every filled form: an input of every measure job, so filling
         a form updates the measures."""
-        from agentab.validators.form import checked_answers_path, filled_form_path
-
-        results = self.results_dir(scenario)
+        results = self.layout.results(scenario)
         return [
-            str(checked_answers_path(results, v))
+            str(results.form_answers(v))
             for v in self.form_validators(scenario)
-            if filled_form_path(results, v).exists()
-        ]
-
-    def all_validator_outputs(self, scenario: str) -> list[str]:
-        """Every scored validator output of every run: what a filled form is checked against."""
-        return [
-            str(self.run_dir(scenario, cell, rep) / "validators" / f"{v}.json")
-            for cell, rep in self.runs(scenario)
-            for v in self.scored_validators(scenario)
+            if results.filled_form(v).exists()
         ]
 
     def synthesis_code(self) -> list[str]:
         """The package files that decide the synthesis: editing one reruns only the synthesis."""
         root = Path(agentab.__file__).parent
-        names = ["synthesis.py", "stats.py", "metrics.py", "templates/synthesis.md.j2"]
-        return [str(root / n) for n in names if (root / n).exists()]
+        return [str(root / n) for n in SYNTHESIS_CODE if (root / n).exists()]
 
 
-def measured_summary(plan: Plan) -> str:
+def measured_summary(workflow: Workflow) -> str:
     """One line per scenario: runs measured of runs planned, by status, and where to read."""
     lines = []
-    for name in plan.scenarios:
+    for name in workflow.scenarios:
         statuses: dict[str, int] = {}
-        for path in plan.all_measures(name):
+        for path in workflow.all_measures(name):
             try:
                 status = json.loads(Path(path).read_text(encoding="utf-8")).get("status", "?")
             except (OSError, ValueError):
@@ -216,9 +196,9 @@ def measured_summary(plan: Plan) -> str:
             statuses[status] = statuses.get(status, 0) + 1
         done = sum(statuses.values())
         counts = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none yet"
-        synthesis = plan.results_dir(name) / "synthesis.md"
+        synthesis = workflow.layout.results(name).output("synthesis.md")
         lines.append(
-            f"agentab: {name}: {done}/{len(plan.runs(name))} runs measured ({counts})"
+            f"agentab: {name}: {done}/{len(workflow.runs(name))} runs measured ({counts})"
             + (f"; read {synthesis}" if synthesis.exists() else "")
         )
     return "\n".join(lines)

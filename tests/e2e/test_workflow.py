@@ -252,3 +252,28 @@ def test_the_workflow_installs_the_pinned_harness_itself(tmp_path: Path) -> None
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(marker.read_text())["version"] == "1.6.0"
     assert dry_run(project).get("install_harness") is None  # installed once, then up to date
+
+
+def test_a_deleted_or_broken_per_run_file_is_redone_with_what_depends_on_it(
+    finished: Path, tmp_path: Path
+) -> None:
+    project = copy_of(finished, tmp_path)
+    runs = project / "results" / "demo" / "runs"
+    (runs / "rule-off" / "r01" / "measures.json").unlink()
+    (runs / "rule-off" / "r02" / "measures.json").write_text('{"status": "val')  # truncated
+    (runs / "nothing-off" / "r01" / "validators" / "tests.json").write_text("garbage")
+    record = runs / "nothing-high" / "r02" / "run.json"
+    record.write_text("{}")
+    dry = snakemake(project, "-n")
+    assert "would remove" in dry.stderr and record.read_text() == "{}"
+    result = snakemake(project)
+    assert result.returncode == 0, result.stderr[-3000:]
+    counts = job_counts(result.stdout + result.stderr)
+    assert counts.get("run_agent") == 1  # only the run whose record was broken
+    assert counts.get("validate_run") == 4 + 1  # that run's four, and the broken output
+    assert counts.get("measure_run") == 4
+    assert counts.get("synthesize") == 1
+    assert len(measures_files(project)) == 8
+    synthesis = (project / "results" / "demo" / "synthesis.md").read_text()
+    assert "missing" not in synthesis.lower() or "0 missing" in synthesis.lower()
+    assert job_counts(snakemake(project, "-n").stdout) == {}

@@ -37,3 +37,15 @@ def test_a_brick_cannot_be_placed_outside_the_work_tree(tmp_path, rel):
     (tmp_path / "f").write_text("x")
     with pytest.raises(AgentabError):
         place_in_clone(tmp_path, {rel: tmp_path / "f"})
+
+
+def test_a_brick_may_not_overwrite_a_file_of_the_etalon(tmp_path):
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=clone, check=True)
+    (clone / "AGENTS.md").write_text("the repository's own\n")
+    source = tmp_path / "rule.md"
+    source.write_text("a rule\n")
+    with pytest.raises(AgentabError, match="overwrite `AGENTS.md`"):
+        place_in_clone(clone, {"AGENTS.md": source})
+    assert (clone / "AGENTS.md").read_text() == "the repository's own\n"

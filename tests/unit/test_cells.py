@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+from pathlib import Path
+from types import SimpleNamespace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from agentab.cells import BASELINE_NAME_WITHOUT_AXES, expand, slugify
+from agentab.scenario_rules import check_cell_names
+from agentab.scenario_source import Collector
 
 value_names = st.text(alphabet="abcdefgh", min_size=1, max_size=4)
 
@@ -50,8 +55,10 @@ def test_each_grid_cell_differs_from_baseline_by_exactly_its_deltas(matrix) -> N
 @given(matrices())
 def test_order_is_stable_first_axis_slowest(matrix) -> None:
     axes, deltas, variants = matrix
-    first = [p.name for p in expand(axes, deltas, variants)]
-    assert first == [p.name for p in expand(axes, deltas, variants)]
+    names = [p.name for p in expand(axes, deltas, variants)]
+    product = itertools.product(*axes.values())  # no axis: one empty tuple, the baseline
+    expected = [" · ".join(values) or BASELINE_NAME_WITHOUT_AXES for values in product]
+    assert names == expected + list(variants)
     grid = [p for p in expand(axes, deltas, variants) if not p.is_variant]
     assert grid[0].is_baseline
     if axes:
@@ -64,11 +71,18 @@ def test_order_is_stable_first_axis_slowest(matrix) -> None:
     assert [p.name for p in expand(axes, deltas, variants) if p.is_variant] == list(variants)
 
 
-@given(matrices())
-def test_slugs_are_unique(matrix) -> None:
-    axes, deltas, variants = matrix
-    slugs = [slugify(p.name) for p in expand(axes, deltas, variants)]
-    assert len(set(slugs)) == len(slugs)
+# Names a person may write, slugs that may collide: "Rule A", "rule-a" and "rule · a" share one.
+cell_names = st.lists(st.text(alphabet="aB -·!", min_size=1, max_size=5), max_size=5, unique=True)
+
+
+@given(cell_names)
+def test_cells_whose_slugs_collide_are_refused_and_only_they(names) -> None:
+    cells = [SimpleNamespace(name=n, slug=slugify(n), is_variant=True) for n in names]
+    sink = Collector(Path("scenario.toml"), "")
+    check_cell_names(cells, sink)
+    slugs = [cell.slug for cell in cells]
+    clash = len(set(slugs)) != len(slugs) or "" in slugs
+    assert bool(sink.problems) == clash
 
 
 def test_slug_rule() -> None:

@@ -70,7 +70,7 @@ def test_the_patch_has_untracked_and_binary_files_and_no_injected_ones(tmp_path:
     repo = tmp_path / "repo"
     make_git_repo(repo, {"a.txt": "a\n", ".gitignore": "*.log\n"})
     clone = tmp_path / "clone"
-    fresh_clone(str(repo), "v1.0", clone, tmp_path / "mirrors")
+    sha = fresh_clone(str(repo), "v1.0", clone, tmp_path / "mirrors")
     (clone / "a.txt").write_text("changed\n")
     (clone / "new.txt").write_text("new\n")
     (clone / "blob.bin").write_bytes(bytes(range(256)))
@@ -78,7 +78,9 @@ def test_the_patch_has_untracked_and_binary_files_and_no_injected_ones(tmp_path:
     (clone / "debug.log").write_text("ignored by the etalon\n")
     exclude_from_git(clone, ["AGENTS.md"])
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "agent", cwd=clone)
-    patch = result_patch(clone, "v1.0")
+    # The agent moves the tag onto its own commit: the patch is still taken against the etalon.
+    git("tag", "-f", "v1.0", cwd=clone)
+    patch = result_patch(clone, sha)
     assert changed_files(patch) == ["a.txt", "blob.bin", "new.txt"]
     assert b"GIT binary patch" in patch
     patch_file = tmp_path / "result.patch"

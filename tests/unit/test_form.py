@@ -9,17 +9,10 @@ from pathlib import Path
 import pytest
 
 from agentab.errors import AgentabError
+from agentab.layout import ResultsFolder
 from agentab.scenario import load_scenario
-from agentab.validators.form import (
-    blank_form_path,
-    filled_form_path,
-    form_fill_conflicts,
-    form_spec_problems,
-    keys_path,
-    material_dir,
-    read_form_answers,
-    write_blank_form,
-)
+from agentab.validators.form import form_fill_conflicts, form_spec_problems, read_form_answers
+from agentab.validators.form_blank import write_blank_form
 
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo"
 REPS = 3
@@ -84,9 +77,9 @@ def test_the_blank_form_lists_every_valid_run_with_its_material(results, scenari
     assert blank == results / "forms" / "review.blank.toml"
     ids = listed_ids(blank.read_text())
     assert len(ids) == len(set(ids)) == len(scenario.cells) * REPS
-    keys = json.loads(keys_path(results, "review").read_text())
+    keys = json.loads(ResultsFolder(results).form_keys("review").read_text())
     assert sorted(keys["runs"].values()) == sorted(all_run_ids(scenario))
-    material = material_dir(results, "review")
+    material = ResultsFolder(results).form_material("review")
     for form_id in ids:
         run = keys["runs"][form_id]
         patch = results / "runs" / run / "result.patch"
@@ -111,7 +104,7 @@ def test_neither_the_form_nor_its_material_names_a_cell(results, scenario):
 
 def test_the_order_is_shuffled_and_seeded(tmp_path, results, scenario):
     first = write_blank_form(results, scenario, "review", seed=SEED).read_text()
-    keys = json.loads(keys_path(results, "review").read_text())["runs"]
+    keys = json.loads(ResultsFolder(results).form_keys("review").read_text())["runs"]
     order = [keys[i] for i in listed_ids(first)]
     assert order != sorted(order)
 
@@ -131,19 +124,19 @@ def test_an_unscored_or_failed_run_is_not_listed(tmp_path, scenario):
     write_run(results, "nothing-off", 2, ok=False)
     write_run(results, "rule-off", 1, status="failed")
     write_blank_form(results, scenario, "review", seed=SEED)
-    keys = json.loads(keys_path(results, "review").read_text())["runs"]
+    keys = json.loads(ResultsFolder(results).form_keys("review").read_text())["runs"]
     assert list(keys.values()) == ["nothing-off/r01"]
 
 
 def test_a_rewritten_blank_keeps_its_ids_and_never_touches_the_filled_form(results, scenario):
     blank = write_blank_form(results, scenario, "review", seed=SEED)
-    first_keys = json.loads(keys_path(results, "review").read_text())["runs"]
-    filled = filled_form_path(results, "review")
+    first_keys = json.loads(ResultsFolder(results).form_keys("review").read_text())["runs"]
+    filled = ResultsFolder(results).filled_form("review")
     filled.write_text(blank.read_text().replace("# readable = ", "readable = true", 1))
     before = filled.read_bytes()
     write_run(results, "nothing-off", REPS + 1)
     write_blank_form(results, scenario, "review")
-    keys = json.loads(keys_path(results, "review").read_text())["runs"]
+    keys = json.loads(ResultsFolder(results).form_keys("review").read_text())["runs"]
     assert keys.items() >= first_keys.items()
     assert len(keys) == len(first_keys) + 1
     assert filled.read_bytes() == before
@@ -160,17 +153,17 @@ def test_a_blank_form_holding_answers_is_not_overwritten(results, scenario):
 
 def fill(results: Path, answers: dict[str, str]) -> None:
     """Answer the blank form's runs in its order: one TOML answer text per id index."""
-    text = blank_form_path(results, "review").read_text()
+    text = ResultsFolder(results).blank_form("review").read_text()
     ids = listed_ids(text)
     for index, answer in answers.items():
         header = f'[runs."{ids[index]}"]'
         text = text.replace(header, f"{header}\n{answer}")
-    filled_form_path(results, "review").write_text(text)
+    ResultsFolder(results).filled_form("review").write_text(text)
 
 
 def run_of(results: Path, index: int) -> str:
-    ids = listed_ids(blank_form_path(results, "review").read_text())
-    return json.loads(keys_path(results, "review").read_text())["runs"][ids[index]]
+    ids = listed_ids(ResultsFolder(results).blank_form("review").read_text())
+    return json.loads(ResultsFolder(results).form_keys("review").read_text())["runs"][ids[index]]
 
 
 def test_answers_are_read_per_run_and_the_rest_is_pending(results, scenario):
@@ -205,14 +198,14 @@ def test_a_wrong_answer_is_refused_naming_the_form_and_the_id(results, scenario,
     with pytest.raises(AgentabError) as raised:
         read_form_answers(results, scenario, "review")
     message = str(raised.value)
-    ids = listed_ids(blank_form_path(results, "review").read_text())
+    ids = listed_ids(ResultsFolder(results).blank_form("review").read_text())
     assert expected in message
     assert "review.toml" in message and ids[max(answers)] in message and "fix:" in message
 
 
 def test_an_unknown_id_is_refused(results, scenario):
     write_blank_form(results, scenario, "review", seed=SEED)
-    form = filled_form_path(results, "review")
+    form = ResultsFolder(results).filled_form("review")
     form.write_text('[runs."deadbeef"]\nreadable = true\n')
     with pytest.raises(AgentabError, match="unknown id 'deadbeef'"):
         read_form_answers(results, scenario, "review")

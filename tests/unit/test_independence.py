@@ -88,8 +88,10 @@ def prepared(run: SimpleNamespace, name: str):
     return prepare_job(
         spec,
         scenario_dir=run.scenario_dir,
-        context_path=run.context_path,
+        context=run.context,
+        files={"transcript": Path(run.context["transcript"]), "patch": Path(run.context["patch"])},
         scratch_dir=run.scratch / name,
+        audit_dir=run.dir / "validators" / name,
         checkout=run.checkout,
     )
 
@@ -135,8 +137,10 @@ def test_the_snoop_does_find_outputs_when_handed_the_run_folder(run):
     assert snoop(run, run.context_path)["metrics"] == {"found_sibling": True}
 
 
-def test_a_retried_job_starts_from_an_empty_scratch_folder(run):
+def test_a_retried_job_starts_from_empty_folders(run):
     job = prepared(run, "snoop")
     (job.audit_dir / "left-by-a-failed-attempt").write_text("x")
+    (job.workdir.parent / "left-too").write_text("x")
     again = prepared(run, "snoop")
     assert not (again.audit_dir / "left-by-a-failed-attempt").exists()
+    assert not (again.workdir.parent / "left-too").exists()

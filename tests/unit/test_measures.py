@@ -60,7 +60,7 @@ def scenario(tmp_path: Path):
 def outputs(**extra_stream):
     return {
         "tests": validator_output("tests", "script", {"tests_pass": True}, {"tests_pass": "ok"}),
-        "stream": validator_output("stream", "script", {"turns": 4, **extra_stream}),
+        "stream": validator_output("stream", "script", {"turns": 4} | extra_stream),
     }
 
 
@@ -103,3 +103,9 @@ def test_form_answers_fill_and_never_overwrite(scenario) -> None:
     clash = build_measures(scenario, scenario.cells[0], 1, RUN, outputs(), {"review": {"turns": 9}})
     assert clash["metrics"]["turns"] == 4 and clash["status"] == "invalid"
     assert any("a form may not overwrite it" in p for p in clash["problems"])
+
+
+def test_a_contract_metric_returned_as_null_makes_the_run_invalid(scenario) -> None:
+    m = build_measures(scenario, scenario.cells[0], 1, RUN, outputs(turns=None))
+    assert m["status"] == "invalid" and "turns" not in m["metrics"]
+    assert any("returned null for the contract metric `turns`" in p for p in m["problems"])

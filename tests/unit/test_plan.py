@@ -8,7 +8,7 @@ import pytest
 from agentab import stats
 from agentab.errors import AgentabError
 from agentab.metrics import MEDIAN, RATE
-from agentab.plan import Population, plan, simulated_power, smallest_repetitions
+from agentab.power import Population, repetitions_needed, simulated_power, smallest_repetitions
 from tests.unit.test_synthesis import write_run, write_scenario
 
 FAST = {"simulations": 100, "draws": 2_000}
@@ -25,7 +25,7 @@ def pilot(folder, reference_rate_runs, rule_rate_runs, repetitions=10):
 
 
 def test_a_large_pilot_gap_needs_few_repetitions_and_reaches_the_power(tmp_path):
-    rows = plan(pilot(tmp_path / "r", 2, 9), metrics=["ran_tests"], **FAST)
+    rows = repetitions_needed(pilot(tmp_path / "r", 2, 9), metrics=["ran_tests"], **FAST)
     [row] = rows
     assert (row.cell, row.kind, row.gap) == ("rule", RATE, pytest.approx(0.7))
     assert row.repetitions is not None and row.repetitions <= 10
@@ -34,44 +34,44 @@ def test_a_large_pilot_gap_needs_few_repetitions_and_reaches_the_power(tmp_path)
 
 def test_a_smaller_gap_needs_more_repetitions(tmp_path):
     folder = pilot(tmp_path / "r", 3, 7)
-    small = plan(folder, gap=0.2, metrics=["ran_tests"], **FAST)[0]
-    large = plan(folder, gap=0.5, metrics=["ran_tests"], **FAST)[0]
+    small = repetitions_needed(folder, gap=0.2, metrics=["ran_tests"], **FAST)[0]
+    large = repetitions_needed(folder, gap=0.5, metrics=["ran_tests"], **FAST)[0]
     assert large.repetitions < small.repetitions
 
 
 def test_a_pilot_without_a_gap_says_so(tmp_path):
-    [row] = plan(pilot(tmp_path / "r", 2, 9), metrics=["turns"], **FAST)
+    [row] = repetitions_needed(pilot(tmp_path / "r", 2, 9), metrics=["turns"], **FAST)
     assert row.repetitions is None
     assert "no gap" in row.note
 
 
 def test_a_rate_cannot_be_planned_past_one(tmp_path):
-    [row] = plan(pilot(tmp_path / "r", 9, 9), gap=0.5, metrics=["ran_tests"], **FAST)
+    [row] = repetitions_needed(pilot(tmp_path / "r", 9, 9), gap=0.5, metrics=["ran_tests"], **FAST)
     assert row.repetitions is None
     assert "cannot move" in row.note
 
 
 def test_a_shifted_median_is_planned_in_the_metric_unit(tmp_path):
-    [row] = plan(pilot(tmp_path / "r", 2, 9), gap=3, metrics=["turns"], **FAST)
+    [row] = repetitions_needed(pilot(tmp_path / "r", 2, 9), gap=3, metrics=["turns"], **FAST)
     assert row.kind == MEDIAN
     assert row.repetitions is not None and row.repetitions <= 10
 
 
 def test_planning_is_reproducible(tmp_path):
     folder = pilot(tmp_path / "r", 3, 7)
-    assert plan(folder, metrics=["ran_tests"], **FAST) == plan(
+    assert repetitions_needed(folder, metrics=["ran_tests"], **FAST) == repetitions_needed(
         folder, metrics=["ran_tests"], **FAST
     )
 
 
 def test_an_unknown_metric_is_a_clear_error(tmp_path):
     with pytest.raises(AgentabError, match="no metric named tests_ran"):
-        plan(pilot(tmp_path / "r", 2, 9), metrics=["tests_ran"], **FAST)
+        repetitions_needed(pilot(tmp_path / "r", 2, 9), metrics=["tests_ran"], **FAST)
 
 
 def test_a_power_outside_zero_one_is_a_clear_error(tmp_path):
     with pytest.raises(AgentabError, match="between 0 and 1"):
-        plan(pilot(tmp_path / "r", 2, 9), power=80, **FAST)
+        repetitions_needed(pilot(tmp_path / "r", 2, 9), power=80, **FAST)
 
 
 def test_simulated_power_under_the_null_stays_near_the_false_positive_rate():

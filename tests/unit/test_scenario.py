@@ -355,3 +355,132 @@ def test_an_offline_policy_must_exist(scenario_dir: Path) -> None:
     message = problems_of(scenario_dir, SEED_MATRIX.replace('model = "demo"', 'model = "dmeo"'))
     assert "agent.model" in message and "no policy named `dmeo`" in message
     assert "did you mean `demo`" in message
+
+
+# --- silent duplicates, refused at load -------------------------------------------------------
+
+
+def test_repetitions_given_as_a_whole_float_is_refused(scenario_dir: Path) -> None:
+    message = problems_of(
+        scenario_dir, SEED_MATRIX.replace("repetitions = 10", "repetitions = 10.0")
+    )
+    assert "protocol.repetitions" in message and "repetitions = 10" in message
+
+
+def test_a_zero_timeout_is_refused(scenario_dir: Path) -> None:
+    message = problems_of(scenario_dir, SEED_MATRIX.replace('timeout = "15m"', 'timeout = "0s"'))
+    assert "agent.timeout" in message
+
+
+def test_an_empty_delta_is_refused(scenario_dir: Path) -> None:
+    text = SEED_MATRIX.replace('context_files = ["bricks/run-tests.md"]\n', "", 1)
+    message = problems_of(scenario_dir, text)
+    assert "deltas.context.rule" in message and "sets nothing" in message
+
+
+def test_a_delta_equal_to_the_baseline_is_refused(scenario_dir: Path) -> None:
+    text = SEED_MATRIX.replace(
+        '[deltas.thinking.high]\nthinking = "high"', '[deltas.thinking.high]\nthinking = "off"'
+    )
+    message = problems_of(scenario_dir, text)
+    assert "deltas.thinking.high.thinking" in message and "changes nothing" in message
+
+
+def test_a_variant_of_baseline_values_only_is_refused(scenario_dir: Path) -> None:
+    text = SEED_MATRIX + '\n[variants."same as baseline"]\ncontext = "nothing"\nthinking = "off"\n'
+    message = problems_of(scenario_dir, text)
+    assert "same as baseline" in message and "it is the baseline cell" in message
+
+
+def test_a_variant_equal_to_a_grid_cell_is_refused_naming_both(scenario_dir: Path) -> None:
+    text = SEED_MATRIX + '\n[variants."rule again"]\ncontext = "rule"\n'
+    message = problems_of(scenario_dir, text)
+    assert "`rule · off` and `rule again`" in message and "silent duplicate" in message
+
+
+def test_two_bricks_with_the_same_content_make_duplicate_cells(scenario_dir: Path) -> None:
+    (scenario_dir / "bricks" / "copy.md").write_text("bricks/run-tests.md\n")
+    text = SEED_MATRIX.replace(
+        'context  = ["nothing", "rule", "careful ticket"]',
+        'context  = ["nothing", "rule", "copy", "careful ticket"]',
+    ).replace(
+        '[deltas.context."careful ticket"]',
+        '[deltas.context.copy]\ncontext_files = ["bricks/copy.md"]\n\n[deltas.context."careful ticket"]',
+    )
+    message = problems_of(scenario_dir, text)
+    assert "`rule · off` and `copy · off`" in message
+
+
+def test_a_folder_is_not_a_context_file(scenario_dir: Path) -> None:
+    text = SEED_MATRIX.replace(
+        'context_files = ["bricks/run-tests.md"]', 'context_files = ["bricks"]'
+    )
+    message = problems_of(scenario_dir, text)
+    assert "must be a regular file" in message and "deltas.context.rule.context_files" in message
+
+
+def test_a_skill_is_a_folder_with_skill_md(scenario_dir: Path) -> None:
+    (scenario_dir / "bricks" / "empty-skill").mkdir()
+    text = SEED_MATRIX.replace(
+        'extensions = ["bricks/guard.ts"]', 'skills = ["bricks/empty-skill"]'
+    )
+    assert "has none" in problems_of(scenario_dir, text)
+    text = SEED_MATRIX.replace('extensions = ["bricks/guard.ts"]', 'skills = ["bricks/guard.ts"]')
+    assert "this is a file" in problems_of(scenario_dir, text)
+
+
+def test_links_that_lead_out_of_the_scenario_are_refused(
+    scenario_dir: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("secret\n")
+    (scenario_dir / "bricks" / "link.md").symlink_to(outside)
+    text = SEED_MATRIX.replace('"bricks/run-tests.md"', '"bricks/link.md"')
+    assert "escapes the scenario's folder" in problems_of(scenario_dir, text)
+    skill = scenario_dir / "bricks" / "skill"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: s\ndescription: d\n---\n")
+    (skill / "notes.md").symlink_to(outside)
+    text = SEED_MATRIX.replace('extensions = ["bricks/guard.ts"]', 'skills = ["bricks/skill"]')
+    assert "leads out of the scenario's folder" in problems_of(scenario_dir, text)
+
+
+def test_a_harness_delta_needs_its_version(scenario_dir: Path) -> None:
+    text = SEED_MATRIX.replace(
+        '[deltas.thinking.high]\nthinking = "high"',
+        '[deltas.thinking.high]\nharness = "pi"\nthinking = "high"',
+    )
+    message = problems_of(scenario_dir, text)
+    assert "deltas.thinking.high.harness" in message  # pi is already the baseline's harness
+    assert "deltas.thinking.high.version" in message
+
+
+def test_an_unknown_harness_is_refused_with_the_known_ones(scenario_dir: Path) -> None:
+    message = problems_of(scenario_dir, SEED_MATRIX.replace('harness = "pi"', 'harness = "pj"'))
+    assert "agent.harness" in message and "pi" in message
+
+
+def test_a_task_too_long_for_a_command_line_is_refused_at_load(scenario_dir: Path) -> None:
+    (scenario_dir / "task.md").write_text("x" * (200 * 1024))
+    text = SEED_MATRIX.replace('prompt = "Fix mean."', 'prompt_file = "task.md"')
+    message = problems_of(scenario_dir, text)
+    assert "[task]" in message and "128 KiB" in message
+
+
+def test_a_scenario_file_that_is_not_utf8_names_its_line(scenario_dir: Path) -> None:
+    path = scenario_dir / "scenario.toml"
+    path.write_bytes(textwrap.dedent(SEED_MATRIX).encode().replace(b"Fix mean.", b"Fix \xe9."))
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    text = caught.value.render()
+    assert "scenario.toml:7" in text and "UTF-8" in text  # the line of `prompt`
+
+
+def test_check_states_the_job_count_and_warns_on_a_huge_matrix(scenario_dir: Path, capsys) -> None:
+    path = write(scenario_dir, SEED_MATRIX.replace("repetitions = 10", "repetitions = 100000"))
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "jobs        2100000" in out and "warning" in out and "agentab plan" in out
+    path = write(scenario_dir, SEED_MATRIX)
+    assert main(["check", str(path)]) == 0
+    assert "warning" not in capsys.readouterr().out

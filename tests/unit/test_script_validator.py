@@ -54,3 +54,12 @@ def test_output_that_is_not_the_protocol_is_invalid() -> None:
     assert parse_script_output("v", '{"score": 1}')["problem"] == 'output has no "metrics" object'
     assert parse_script_output("v", '{"metrics": {}, "reasons": []}')["problem"]
     assert parse_script_output("v", '{"metrics": {"a": true}}')["ok"]
+
+
+def test_a_huge_output_is_kept_bounded_and_refused(tmp_path: Path) -> None:
+    body = "import sys\nsys.stdout.write('x' * (50 * 1024 * 1024))\n"
+    validator = job(tmp_path, body, timeout="60s")
+    out = run_script(validator)
+    assert not out["ok"] and "more than" in out["problem"]
+    kept = (validator.audit_dir / "stdout.txt").read_bytes()
+    assert len(kept) < 1024 * 1024 and b"bytes cut" in kept

@@ -356,12 +356,12 @@ def test_the_reading_gives_both_counts_of_an_established_rate(tmp_path):
 
 
 def test_the_number_of_threads_changes_no_byte(tmp_path, monkeypatch):
-    from agentab import synthesis
+    from agentab import verdicts
 
     folder = write_clear_effect(tmp_path / "results")
     synthesize(folder)
     first = {name: (folder / name).read_bytes() for name in ("cells.csv", "gaps.csv", "gaps.svg")}
-    monkeypatch.setattr(synthesis, "WORKERS", 1)
+    monkeypatch.setattr(verdicts, "WORKERS", 1)
     synthesize(folder)
     for name, content in first.items():
         assert (folder / name).read_bytes() == content, name

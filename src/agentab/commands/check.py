@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agentab.errors import ScenarioError
 from agentab.scenario import Cell, Scenario, load_scenario
+from agentab.scenario_rules import check_scale
 
 
 def register(subparsers) -> None:
@@ -51,7 +52,9 @@ def run(args) -> int:
             print(error.render(), file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"ok": True, **scenario.as_dict()}, indent=2, ensure_ascii=False))
+        report = {"ok": True, **scenario.as_dict(), "jobs": workflow_jobs(scenario)}
+        report["warnings"] = check_scale(scenario)
+        print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         print(render_matrix(scenario))
     return 0
@@ -96,5 +99,16 @@ def render_matrix(scenario: Scenario) -> str:
     lines += [
         "",
         f"runs        {len(scenario.cells)} cells × {scenario.repetitions} repetitions = {scenario.run_count}",
+        f"jobs        {workflow_jobs(scenario)} (an agent run, {len(scored(scenario))} validators "
+        "and a measure per run)",
     ]
+    lines += [f"warning     {warning}" for warning in check_scale(scenario)]
     return "\n".join(lines)
+
+
+def scored(scenario: Scenario) -> list[str]:
+    return [name for name, spec in scenario.validators.items() if spec.mode != "form"]
+
+
+def workflow_jobs(scenario: Scenario) -> int:
+    return scenario.run_count * (2 + len(scored(scenario)))

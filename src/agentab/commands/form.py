@@ -5,13 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentab.errors import AgentabError, problem
-from agentab.scenario import load_scenario
-from agentab.validators.form import (
-    filled_form_path,
-    form_validators,
-    read_form_answers,
-    write_blank_form,
-)
+from agentab.layout import ResultsFolder
+from agentab.results import load_frozen_scenario
+from agentab.validators.form import read_form_answers
+from agentab.validators.form_blank import form_validators, write_blank_form
 
 
 def register(subparsers) -> None:
@@ -52,20 +49,6 @@ def register(subparsers) -> None:
     status.set_defaults(func=run_status)
 
 
-def frozen_scenario(results_dir: Path):
-    frozen = Path(results_dir) / "scenario.toml"
-    if not frozen.is_file():
-        raise AgentabError(
-            problem(
-                frozen,
-                "",
-                "no frozen scenario here, so this is not a results folder",
-                fix="name a results/<scenario name> folder of a scenario that has run",
-            )
-        )
-    return load_scenario(frozen, check_etalon=False, check_bricks=False)
-
-
 def chosen_forms(scenario, wanted: str | None) -> list[str]:
     names = form_validators(scenario)
     if wanted is not None and wanted not in names:
@@ -81,19 +64,20 @@ def chosen_forms(scenario, wanted: str | None) -> list[str]:
 
 
 def run_blank(args) -> int:
-    scenario = frozen_scenario(args.results_dir)
+    scenario = load_frozen_scenario(args.results_dir)
     names = chosen_forms(scenario, args.validator)
     if not names:
         print(f"{scenario.name}: no form validator; nothing to write")
     for name in names:
         path = write_blank_form(args.results_dir, scenario, name, seed=args.seed)
         count = sum(1 for line in path.read_text("utf-8").splitlines() if line.startswith("[runs."))
-        print(f"{path}: {count} runs; fill a copy named {filled_form_path(args.results_dir, name)}")
+        filled = ResultsFolder(args.results_dir).filled_form(name)
+        print(f"{path}: {count} runs; fill a copy named {filled}")
     return 0
 
 
 def run_status(args) -> int:
-    scenario = frozen_scenario(args.results_dir)
+    scenario = load_frozen_scenario(args.results_dir)
     for name in form_validators(scenario):
         answers = read_form_answers(args.results_dir, scenario, name)
         state = "filled" if answers.form_path.is_file() else "not started"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agentab import stats
 from agentab.metrics import RATE
-from agentab.plan import DEFAULT_SIMULATIONS, PlanRow, plan
+from agentab.power import DEFAULT_SIMULATIONS, PowerRow, repetitions_needed
 
 
 def register(subparsers) -> None:
@@ -44,7 +44,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    rows = plan(
+    rows = repetitions_needed(
         args.results_dir,
         gap=args.gap,
         power=args.power,
@@ -56,7 +56,7 @@ def run(args) -> int:
     return 0
 
 
-def render(rows: list[PlanRow], power: float, max_repetitions: int, simulations: int) -> str:
+def render(rows: list[PowerRow], power: float, max_repetitions: int, simulations: int) -> str:
     lines = [
         f"repetitions per cell for a {power:.0%} chance of an established gap "
         f"({simulations} simulated experiments per size, {stats.DRAWS} bootstrap draws each)",
@@ -84,13 +84,13 @@ def render(rows: list[PlanRow], power: float, max_repetitions: int, simulations:
     return "\n".join(lines)
 
 
-def _gap_text(row: PlanRow) -> str:
+def _gap_text(row: PowerRow) -> str:
     if math.isnan(row.gap):
         return "-"
     return f"{100 * row.gap:+.3g} pp" if row.kind == RATE else f"{row.gap:+.4g}"
 
 
-def _repetitions_text(row: PlanRow, max_repetitions: int) -> str:
+def _repetitions_text(row: PowerRow, max_repetitions: int) -> str:
     if row.repetitions is not None:
         return str(row.repetitions)
     return row.note or f"> {max_repetitions}"

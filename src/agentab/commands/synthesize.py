@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from agentab.synthesis import HOLM_LEVEL, SynthesisResult, describe_gap_figures, synthesize
+from agentab.prose import describe_gap_figures
+from agentab.synthesis import synthesize
+from agentab.verdicts import HOLM_LEVEL, SynthesisResult
 
 
 def register(subparsers) -> None:

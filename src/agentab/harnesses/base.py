@@ -60,8 +60,11 @@ class RunSpec:
     thinking: str
     timeout_s: float
     bricks: tuple[BrickFile, ...] = ()
-    model_base_url: str | None = None  # the offline model's URL when provider is "offline"
+    # Where the harness sends its model requests: the offline model when provider is "offline",
+    # else the run's recording proxy, which forwards to the provider (DESIGN §8).
+    model_base_url: str | None = None
     api_key: str | None = None  # from the credentials file; passed in the env, never recorded
+    model_can_reason: bool = True  # what the offline model's policy says of its model
 
 
 @dataclass
@@ -86,6 +89,8 @@ class Installation:
     entry: Path  # the file that starts the harness
     node: Path | None = None
 
+
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 
 # transcript.jsonl, one JSON object a line, in conversation order:
 #   {"type": "message", "role": "user" | "assistant", "text": str,
@@ -160,8 +165,45 @@ class Outcome:
         return {"status": self.status, "reason": self.reason}
 
 
+# Provider errors that say nothing about the run: the same request may succeed later. A run
+# ending on one is a fault (redone); any other provider error is the run's outcome.
+TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})
+NETWORK_WORDS = ("connection", "econnrefused", "econnreset", "etimedout", "fetch failed",
+                 "socket", "network", "timed out", "enotfound", "eai_again")  # fmt: skip
+
+
+def is_transient(status: int | None, message: str) -> bool:
+    if status is not None:
+        return status in TRANSIENT_STATUSES or status >= 500
+    text = message.lower()
+    return any(word in text for word in NETWORK_WORDS)
+
+
+def provider_error(status: int | None, message: str) -> Outcome:
+    """The outcome of a run that ended on a provider error, or a HarnessFault when the error
+    was transient (network, 5xx, 429, overloaded): retrying may succeed, so it is redone."""
+    if is_transient(status, message):
+        raise HarnessFault(f"transient provider error, the run will be redone: {message[:500]}")
+    lowered = message.lower()
+    if "context" in lowered and any(
+        w in lowered for w in ("length", "window", "too long", "exceed")
+    ):
+        return Outcome("failed", f"context-overflow: {message[:500]}")
+    return Outcome("failed", f"agent-error: {message[:500]}")
+
+
 class Harness(ABC):
     name: str
+    # What a scenario may ask of this harness: checked when the scenario loads, so that a cell
+    # it cannot run is refused before anything runs, with the reason.
+    thinking_levels: tuple[str, ...] = THINKING_LEVELS
+    refused_bricks: dict[str, str] = {}  # brick kind -> why it cannot be passed explicitly
+    prompt_in_argv: bool = True  # the task is one argument of the command line (Linux: 128 KiB)
+    # brick kind -> why a receipt cannot prove that a brick of this kind reached the model
+    unprovable_bricks: dict[str, str] = {}
+    # The tools the harness offers by itself, when known: a tool beyond them is evidence that
+    # an extension was loaded.
+    builtin_tools: frozenset[str] | None = None
 
     @abstractmethod
     def install(self, version: str, harnesses_dir: Path) -> Installation: ...

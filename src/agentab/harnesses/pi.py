@@ -18,12 +18,13 @@ Isolation, and why (each line is a way a cell could silently measure something e
 - Thinking `--thinking <level>`. pi drops it silently for a model it believes cannot reason, so
   the offline model is declared `reasoning: true`.
 - Provider `offline`: the run's `models.json` declares a provider `offline` speaking OpenAI chat
-  completions at the run's own offline model server, with costs so the stream carries a cost.
+  completions at the run's own offline model server, priced at zero: it costs nothing.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from agentab.errors import AgentabError, problem
@@ -33,15 +34,15 @@ from agentab.harnesses.base import (
     Outcome,
     RunSpec,
     StreamFacts,
+    provider_error,
     transcript_call,
     transcript_message,
     transcript_result,
 )
 from agentab.harnesses.npm import NpmHarness, base_path
 
-THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
-# Prices (USD per million tokens) declared for the offline model so pi reports a cost.
-OFFLINE_COST = {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}
+# The offline model costs nothing, and pi is told so (its stream then reports 0, not a guess).
+OFFLINE_COST = {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0}
 DISCOVERY_OFF = ["-nc", "-ne", "-ns", "-np", "--no-themes", "-na"]
 
 
@@ -49,6 +50,11 @@ class PiHarness(NpmHarness):
     name = "pi"
     package = "@earendil-works/pi-coding-agent"
     bin_name = "pi"
+    builtin_tools = frozenset({"read", "bash", "edit", "write"})
+    unprovable_bricks = {
+        "agents": "pi's subagent extension reads agent definitions from pi's agent folder and "
+        "leaves no trace of them in the model request until it runs one",
+    }
 
     def version_env(self, installation) -> dict[str, str]:
         return {"PATH": base_path(), "HOME": str(installation.root), "PI_OFFLINE": "1"}
@@ -56,15 +62,6 @@ class PiHarness(NpmHarness):
     # ------------------------------------------------------------------------ one run
 
     def prepare(self, spec: RunSpec, installation) -> Invocation:
-        if spec.thinking not in THINKING_LEVELS:
-            raise AgentabError(
-                problem(
-                    "scenario",
-                    "agent.thinking",
-                    f"pi has no thinking level {spec.thinking!r}",
-                    f"use one of: {', '.join(THINKING_LEVELS)}",
-                )
-            )
         agent_dir, home, tmp = (spec.scratch / name for name in ("agent", "home", "tmp"))
         env = {
             "PATH": base_path(),
@@ -88,10 +85,13 @@ class PiHarness(NpmHarness):
         secret: set[str] = set()
         if spec.provider == "offline":
             files[agent_dir / "models.json"] = offline_models_json(spec)
-        elif spec.api_key:
-            name = provider_key_variable(spec.provider)
-            env[name] = spec.api_key
-            secret.add(name)
+        else:
+            if spec.model_base_url:  # the run's recording proxy stands in for the provider
+                files[agent_dir / "models.json"] = proxied_models_json(spec)
+            if spec.api_key:
+                name = provider_key_variable(spec.provider)
+                env[name] = spec.api_key
+                secret.add(name)
         argv = [*self.command(installation), "--mode", "json"]
         argv += ["--no-session", *DISCOVERY_OFF, "--offline"]
         argv += ["--provider", spec.provider, "--model", spec.model, "--thinking", spec.thinking]
@@ -125,7 +125,7 @@ class PiHarness(NpmHarness):
         if timed_out:
             return Outcome("failed", "timeout")
         if facts.stop_reason == "error":
-            return Outcome("failed", f"agent-error: {facts.errors[-1] if facts.errors else ''}")
+            return provider_error(facts.error_status, facts.errors[-1] if facts.errors else "")
         if facts.stop_reason == "aborted":
             return Outcome("failed", "agent-error: aborted")
         if exit_code != 0:
@@ -180,7 +180,9 @@ def offline_models_json(spec: RunSpec) -> str:
     model = {
         "id": spec.model,
         "name": spec.model,
-        "reasoning": True,  # else pi silently drops --thinking
+        # What the policy says of its model, as a real catalogue would: pi silently drops
+        # --thinking for a model that cannot reason (and the receipt then says so).
+        "reasoning": spec.model_can_reason,
         "input": ["text"],
         "contextWindow": 128000,
         "maxTokens": 16384,
@@ -199,6 +201,18 @@ def offline_models_json(spec: RunSpec) -> str:
         "models": [model],
     }
     return json.dumps({"providers": {"offline": provider}}, indent=2)
+
+
+# The path each provider's API lives under at its origin: pi's baseUrl for it includes it.
+PROVIDER_BASE_PATHS = {"openai": "/v1", "openrouter": "/api/v1", "groq": "/openai/v1"}
+PROVIDER_BASE_PATHS.update({"xai": "/v1", "mistral": "/v1", "google": "/v1beta"})
+
+
+def proxied_models_json(spec: RunSpec) -> str:
+    """A built-in provider pointed at the run's recording proxy (pi: a provider entry with
+    only `baseUrl` changes that provider, its models and their settings stay pi's own)."""
+    base = spec.model_base_url + PROVIDER_BASE_PATHS.get(spec.provider, "")
+    return json.dumps({"providers": {spec.provider: {"baseUrl": base}}}, indent=2)
 
 
 # ---------------------------------------------------------------------------- the stream
@@ -238,12 +252,20 @@ def read_pi_stream(path: Path) -> StreamFacts:
             if message.get("thinkingLevel"):
                 facts.thinking_applied = str(message["thinkingLevel"])
             if facts.stop_reason in ("error", "aborted"):
-                facts.errors.append(str(message.get("errorMessage") or facts.stop_reason))
+                error = str(message.get("errorMessage") or facts.stop_reason)
+                facts.errors.append(error)
+                facts.error_status = leading_status(error)
             else:
                 facts.turns += 1
                 facts.final_message = message_text(message)
     facts.cost_usd = cost if costed else None
     return facts
+
+
+def leading_status(message: str) -> int | None:
+    """pi writes a provider's error as `<HTTP status>: <body>`."""
+    found = re.match(r"\s*(\d{3})\b", message)
+    return int(found.group(1)) if found else None
 
 
 def stream_events(path: Path):

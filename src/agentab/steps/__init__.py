@@ -1,8 +1,10 @@
 """One entry point per workflow step: `python -m agentab.steps.<step> …`.
 
 Each step runs unchanged on a laptop or a cluster node, outside Snakemake too: the workflow
-rules only call them. A step prints a person-readable error and exits 2 on bad input, and
-exits non-zero on a fault so that Snakemake redoes the job.
+rules only call them, passing each file the step reads or writes. One exit-code contract for
+every step: 0 when the step has its outcome, 2 on an error a person must fix (the message names
+the file, the key and the fix), 3 on a fault (the work could not be done this time: Snakemake
+redoes the job). A step holds no logic of its own: it parses its arguments and calls the library.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentab.errors import AgentabError
+from agentab.harnesses.base import HarnessFault
+
+USER_ERROR_EXIT = 2
+FAULT_EXIT = 3
 
 
 def run_step(
@@ -24,9 +30,12 @@ def run_step(
     args = parser.parse_args()
     try:
         code = act(args)
+    except HarnessFault as fault:
+        print(f"fault (the job will be redone): {fault.render()}", file=sys.stderr)
+        code = FAULT_EXIT
     except AgentabError as error:
         print(error.render(), file=sys.stderr)
-        code = 2
+        code = USER_ERROR_EXIT
     sys.exit(code)
 
 

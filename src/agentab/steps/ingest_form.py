@@ -11,13 +11,14 @@ from pathlib import Path
 from agentab.files import write_json
 from agentab.scenario import load_scenario
 from agentab.steps import run_step
-from agentab.validators.form import checked_answers_path, read_form_answers
+from agentab.validators.form import read_form_answers
 
 
 def build(parser) -> None:
     parser.add_argument("--scenario", type=Path, required=True)
     parser.add_argument("--validator", required=True, help="the form validator")
     parser.add_argument("--results-dir", type=Path, required=True, help="results/<scenario>/")
+    parser.add_argument("--out", type=Path, required=True, help="the checked answers (JSON)")
 
 
 def act(args) -> int:
@@ -25,7 +26,7 @@ def act(args) -> int:
     form = read_form_answers(args.results_dir, scenario, args.validator)
     write_json(
         {"answers": form.answers, "pending": form.pending},
-        checked_answers_path(args.results_dir, args.validator),
+        args.out,
     )
     print(f"{args.validator}: {len(form.answers)} runs answered, {len(form.pending)} pending")
     return 0

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentab.errors import AgentabError, problem
+from agentab.durations import parse_duration
 
 # The SDK's own retries are switched off (we retry ourselves and keep every attempt for audit);
 # these bound ours. A config file may change them, a scenario never needs to.
@@ -31,12 +31,8 @@ DEFAULT_JUDGE_ATTEMPTS = 5
 DEFAULT_JUDGE_BACKOFF_S = 2.0
 DEFAULT_JUDGE_BACKOFF_MAX_S = 60.0
 
-# Verdict fields that explain a judge's answer rather than score the run: never metrics.
-REASON_FIELDS = ("reason", "reasons")
-
-# Context fields that carry a file path: a validator gets its own copy of each, so that no path
-# it is handed leads into the run folder where its siblings write their outputs.
-CONTEXT_FILE_FIELDS = ("patch", "transcript")
+# A validator's own time limit when its scenario table sets none.
+DEFAULT_TIMEOUT_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -65,53 +61,25 @@ CONFIG_KEYS = {
 }
 
 
-def judge_settings_from_config(
-    config: Mapping[str, Any], base_dir: Path, config_file: str = "config/config.yaml"
-) -> JudgeSettings:
-    """Read the judge keys of a workflow config; a relative credentials path is from base_dir."""
-    values: dict[str, Any] = {}
-    for key, attribute in CONFIG_KEYS.items():
-        if config.get(key) is None:
-            continue
-        values[attribute] = _checked_config_value(config_file, key, config[key])
+def judge_settings_from_config(config: Mapping[str, Any], base_dir: Path) -> JudgeSettings:
+    """The judge keys of a workflow config, which `config/config.schema.yaml` has checked; a
+    relative credentials path is from base_dir."""
+    values = {
+        attribute: config[key]
+        for key, attribute in CONFIG_KEYS.items()
+        if config.get(key) is not None
+    }
     if "credentials_file" in values:
         values["credentials_file"] = (base_dir / values["credentials_file"]).resolve()
+    for number in ("timeout_s", "backoff_s", "backoff_max_s"):
+        if number in values:
+            values[number] = float(values[number])
     return JudgeSettings(**values)
 
 
-def _checked_config_value(config_file: str, key: str, value: Any) -> Any:
-    if key in ("credentials", "judge_base_url"):
-        if not isinstance(value, str) or not value:
-            raise AgentabError(
-                problem(
-                    config_file,
-                    key,
-                    f"must be a non-empty string, not {value!r}",
-                    fix=f"set {key} to a path or URL in quotes",
-                )
-            )
-        return value
-    if key == "judge_max_attempts":
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise AgentabError(
-                problem(
-                    config_file,
-                    key,
-                    f"must be an integer >= 1, not {value!r}",
-                    fix=f"set {key} = 5 (or remove it for the default)",
-                )
-            )
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise AgentabError(
-            problem(
-                config_file,
-                key,
-                f"must be a number of seconds >= 0, not {value!r}",
-                fix=f"set {key} to a number such as 2",
-            )
-        )
-    return float(value)
+def validator_timeout_s(spec) -> float:
+    """A validator's time limit: its own `timeout` in the scenario, else the default."""
+    return parse_duration(spec.options.get("timeout", DEFAULT_TIMEOUT_S))
 
 
 @dataclass
@@ -124,6 +92,7 @@ class ValidatorJob:
     workdir: Path  # its own checkout of etalon + patch
     audit_dir: Path  # where a validator keeps what it sent and received, for audit
     settings: JudgeSettings = field(default_factory=JudgeSettings)
+    lock_path: Path | None = None  # holds the validator's process group while it runs
 
     @property
     def name(self) -> str:
@@ -171,33 +140,36 @@ def prepare_job(
     spec: Any,
     *,
     scenario_dir: Path,
-    context_path: Path,
+    context: dict,
+    files: Mapping[str, Path],
     scratch_dir: Path,
+    audit_dir: Path,
     checkout: Checkout,
     settings: JudgeSettings | None = None,
+    lock_path: Path | None = None,
 ) -> ValidatorJob:
-    """Give one validator its own folder: a checkout, a context copy, and an audit folder.
+    """Give one validator its own folder: a checkout, its own copies of the run's files, and
+    the context file pointing at them.
 
-    ``scratch_dir`` must be private to this validator and this run (it is emptied first: a
-    retried job must not see what a failed attempt left). The context copy points at copies
-    of the patch and the stream inside it, and its ``workdir`` at the new checkout, so nothing
-    a validator is handed leads to the run folder or to a sibling's scratch folder.
+    ``scratch_dir`` is private to this validator and this attempt, under an opaque name, and
+    emptied first. ``files`` maps context fields (``transcript``, ``patch``) to the run's files,
+    which are copied in: nothing a validator is handed leads to the run folder, to a sibling's
+    output or to anything that names the cell. ``audit_dir`` (what a validator sent and
+    received, kept for people) lies outside the scratch folder, out of every validator's reach.
     """
     if scratch_dir.exists():
         shutil.rmtree(scratch_dir)
     inputs = scratch_dir / "inputs"
     workdir = scratch_dir / "workdir"
-    audit_dir = scratch_dir / "audit"
-    for folder in (inputs, audit_dir):
-        folder.mkdir(parents=True)
-    context = json.loads(Path(context_path).read_text(encoding="utf-8"))
-    for key in CONTEXT_FILE_FIELDS:
-        if context.get(key):
-            source = Path(context[key])
-            copy = inputs / source.name
-            if source.exists():
-                shutil.copyfile(source, copy)
-            context[key] = str(copy)
+    inputs.mkdir(parents=True)
+    if audit_dir.exists():
+        shutil.rmtree(audit_dir)
+    audit_dir.mkdir(parents=True)
+    context = dict(context)
+    for key, source in files.items():
+        copy = inputs / Path(source).name
+        shutil.copyfile(source, copy)
+        context[key] = str(copy)
     checkout(workdir, Path(context["patch"]))
     context["workdir"] = str(workdir)
     own_context = inputs / "context.json"
@@ -209,4 +181,5 @@ def prepare_job(
         workdir=workdir,
         audit_dir=audit_dir,
         settings=settings or JudgeSettings(),
+        lock_path=lock_path or scratch_dir / "validator.lock",
     )

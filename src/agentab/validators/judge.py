@@ -16,6 +16,7 @@ run invalid with a ``judge-error: ...`` problem. It is never recorded as a faili
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import time
@@ -29,12 +30,13 @@ from anthropic._constants import ANTHROPIC_API_VERSION
 
 from agentab.credentials import read_api_key
 from agentab.errors import AgentabError, Problem, problem
+from agentab.metrics import REASON_FIELDS
 from agentab.validators import (
-    REASON_FIELDS,
     JudgeSettings,
     ValidatorJob,
     invalid_output,
     validator_output,
+    validator_timeout_s,
 )
 
 MODE = "judge"
@@ -237,7 +239,7 @@ def run_judge(job: ValidatorJob) -> dict:
     job.audit_dir.mkdir(parents=True, exist_ok=True)
     _write_json(job.audit_dir / "judge-request.json", _audited_request(request))
     with _model_endpoint(job, context) as (base_url, api_key):
-        client = _client(base_url, api_key, job.settings)
+        client = _client(base_url, api_key, request_settings(job))
         try:
             verdict = _verdict_with_retries(client, request, schema, job)
         except _JudgeGaveUp as gave_up:
@@ -245,6 +247,14 @@ def run_judge(job: ValidatorJob) -> dict:
         finally:
             client.close()
     return verdict_output(spec.name, verdict)
+
+
+def request_settings(job: ValidatorJob) -> JudgeSettings:
+    """The config's settings, with the judge's own `timeout` from the scenario when it sets one
+    (the scenario's word wins: it is what the reader of the scenario sees)."""
+    if "timeout" not in job.spec.options:
+        return job.settings
+    return dataclasses.replace(job.settings, timeout_s=validator_timeout_s(job.spec))
 
 
 def _audited_request(request: dict) -> dict:

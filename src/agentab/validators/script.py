@@ -8,22 +8,22 @@ reason recorded. It is never a crash of the workflow and never a failing grade.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
-from agentab.scenario import parse_duration
-from agentab.validators import ValidatorJob, invalid_output, validator_output
+from agentab.process import CannotStart, run_process
+from agentab.validators import ValidatorJob, invalid_output, validator_output, validator_timeout_s
 
-DEFAULT_TIMEOUT_S = 300.0
 SHOWN_OUTPUT_CHARS = 300
+# A validator's output kept for audit, per stream: its head and tail past this size.
+KEPT_OUTPUT_BYTES = 256 * 1024
+# Metrics are a small JSON object; output past this is refused rather than parsed.
+MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 
 
 def script_env(job: ValidatorJob) -> dict[str, str]:
     """A constructed environment: the caller's shell leaks nothing into a validator."""
-    home = job.audit_dir.parent / "home"
+    home = job.workdir.parent / "home"
     home.mkdir(parents=True, exist_ok=True)
     python_bin = str(Path(sys.executable).parent)
     return {
@@ -44,35 +44,71 @@ def script_argv(job: ValidatorJob) -> list[str]:
 
 
 def run_script(job: ValidatorJob) -> dict:
+    try:
+        return _run_script(job)
+    finally:
+        bound_audit(job)
+
+
+def _run_script(job: ValidatorJob) -> dict:
     name = job.spec.name
-    timeout = parse_duration(job.spec.options.get("timeout", DEFAULT_TIMEOUT_S))
+    timeout = validator_timeout_s(job.spec)
     argv = script_argv(job)
+    stdout_path = job.audit_dir / "stdout.txt"
+    stderr_path = job.audit_dir / "stderr.txt"
     try:
-        process = subprocess.Popen(
+        result = run_process(
             argv,
-            cwd=job.workdir,
             env=script_env(job),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
+            cwd=job.workdir,
+            stdout_path=stdout_path,
+            stderr_path=stderr_path,
+            timeout_s=timeout,
+            lock_path=job.lock_path or job.audit_dir / "validator.lock",
         )
-    except OSError as error:
-        return invalid_output(name, "script", f"cannot start {argv[0]}: {error}")
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
+    except CannotStart as error:
+        return invalid_output(name, "script", str(error))
+    if result.timed_out:
         return invalid_output(name, "script", f"timed out after {timeout:g}s")
-    (job.audit_dir / "stdout.txt").write_bytes(stdout)
-    (job.audit_dir / "stderr.txt").write_bytes(stderr)
-    if process.returncode != 0:
-        lines = stderr.decode(errors="replace").strip().splitlines() or ["(no error output)"]
+    if result.exit_code != 0:
+        tail = read_tail(stderr_path).decode(errors="replace").strip().splitlines()
+        last = (tail or ["(no error output)"])[-1]
         return invalid_output(
-            name, "script", f"exit status {process.returncode}: {lines[-1][:SHOWN_OUTPUT_CHARS]}"
+            name, "script", f"exit status {result.exit_code}: {last[:SHOWN_OUTPUT_CHARS]}"
         )
-    return parse_script_output(name, stdout.decode(errors="replace"))
+    if stdout_path.stat().st_size > MAX_OUTPUT_BYTES:
+        return invalid_output(
+            name, "script", f"printed more than {MAX_OUTPUT_BYTES} bytes; metrics are a small JSON"
+        )
+    return parse_script_output(name, stdout_path.read_bytes().decode(errors="replace"))
+
+
+def bound_audit(job: ValidatorJob) -> None:
+    """A validator's output is kept for audit, bounded: a 50 MB stdout is not copied whole."""
+    for name in ("stdout.txt", "stderr.txt"):
+        path = job.audit_dir / name
+        if path.exists():
+            keep_bounded(path)
+
+
+def read_tail(path: Path, size: int = 4096) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(max(0, path.stat().st_size - size))
+        return handle.read()
+
+
+def keep_bounded(source: Path) -> None:
+    """Cut a kept output down to its head and tail, saying how much was cut."""
+    size = source.stat().st_size
+    if size <= KEPT_OUTPUT_BYTES:
+        return
+    half = KEPT_OUTPUT_BYTES // 2
+    with open(source, "rb") as handle:
+        head = handle.read(half)
+        handle.seek(size - half)
+        tail = handle.read()
+    cut = f"\n[agentab kept the first and last {half} bytes; {size - 2 * half} bytes cut]\n"
+    source.write_bytes(head + cut.encode() + tail)
 
 
 def parse_script_output(name: str, text: str) -> dict:

@@ -1,4 +1,4 @@
-"""Planning: how many repetitions a gap needs before the verdict can establish it.
+"""Power: how many repetitions a gap needs before the verdict can establish it.
 
 From pilot data (a results folder), by simulation under the very rule of the synthesis: the
 pilot runs are taken as the truth, experiments of n repetitions per cell are drawn from them, each
@@ -22,8 +22,10 @@ import numpy as np
 
 from agentab import stats
 from agentab.errors import AgentabError, problem
+from agentab.layout import ResultsFolder
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import ScoredValues, decide_metric_types, load_frozen_scenario, read_runs
+from agentab.results import load_frozen_scenario, read_runs
+from agentab.verdicts import ScoredValues, decide_metric_types
 
 LADDER = (
     2,
@@ -58,7 +60,7 @@ DEFAULT_SIMULATIONS = 200
 
 
 @dataclass(frozen=True)
-class PlanRow:
+class PowerRow:
     """The repetitions per cell that make one gap established with the wanted power."""
 
     metric: str
@@ -82,7 +84,7 @@ class Population:
     rate: float = 0.0
 
 
-def plan(
+def repetitions_needed(
     results_dir: Path,
     *,
     gap: float | None = None,
@@ -91,7 +93,7 @@ def plan(
     max_repetitions: int = 200,
     simulations: int = DEFAULT_SIMULATIONS,
     draws: int = stats.DRAWS,
-) -> list[PlanRow]:
+) -> list[PowerRow]:
     """Repetitions per cell for each gap of a pilot (or for a gap of the given size)."""
     if not 0 < power < 1:
         raise AgentabError(
@@ -119,14 +121,14 @@ def plan(
         reference_values = scored.get(scenario.reference, metric)
         if gap is not None:
             rows.append(
-                _plan_given_gap(metric, kind, scenario.reference, reference_values, gap, settings)
+                _power_given_gap(metric, kind, scenario.reference, reference_values, gap, settings)
             )
             continue
         for cell in scenario.cells:
             if cell.name != scenario.reference:
                 cell_values = scored.get(cell.name, metric)
                 rows.append(
-                    _plan_pilot_gap(
+                    _power_pilot_gap(
                         metric,
                         kind,
                         cell.name,
@@ -146,7 +148,7 @@ def _chosen_metrics(scenario, metrics: list[str] | None, results_dir: Path) -> l
     if unknown:
         raise AgentabError(
             problem(
-                results_dir / "scenario.toml",
+                ResultsFolder(results_dir).frozen_scenario,
                 "validation.metrics",
                 f"no metric named {', '.join(unknown)} in the contract",
                 f"use one of: {', '.join(scenario.metrics)}",
@@ -161,7 +163,7 @@ def population(kind: str, values: list, shift: float = 0.0) -> Population:
     return Population(kind, np.asarray(values, dtype=float) + shift)
 
 
-def _plan_given_gap(metric, kind, reference, reference_values, gap, settings) -> PlanRow:
+def _power_given_gap(metric, kind, reference, reference_values, gap, settings) -> PowerRow:
     base = dict(
         metric=metric,
         kind=kind,
@@ -172,7 +174,7 @@ def _plan_given_gap(metric, kind, reference, reference_values, gap, settings) ->
         gap=gap,
     )
     if len(reference_values) < 2:
-        return PlanRow(
+        return PowerRow(
             **base,
             repetitions=None,
             power=None,
@@ -181,21 +183,23 @@ def _plan_given_gap(metric, kind, reference, reference_values, gap, settings) ->
     reference = population(kind, reference_values)
     cell = population(kind, reference_values, shift=gap)
     if kind == RATE and not 0 <= cell.rate <= 1:
-        return PlanRow(
+        return PowerRow(
             **base,
             repetitions=None,
             power=None,
             note=f"a rate of {reference.rate:.3g} cannot move by {gap:+g}",
         )
     if gap == 0:
-        return PlanRow(**base, repetitions=None, power=None, note="a gap of 0 is never established")
+        return PowerRow(
+            **base, repetitions=None, power=None, note="a gap of 0 is never established"
+        )
     repetitions, power = smallest_repetitions(
         cell, reference, f"{metric}\x1fgap {gap!r}", **settings
     )
-    return PlanRow(**base, repetitions=repetitions, power=power)
+    return PowerRow(**base, repetitions=repetitions, power=power)
 
 
-def _plan_pilot_gap(metric, kind, cell, reference, cell_values, reference_values, settings):
+def _power_pilot_gap(metric, kind, cell, reference, cell_values, reference_values, settings):
     base = dict(
         metric=metric,
         kind=kind,
@@ -205,7 +209,7 @@ def _plan_pilot_gap(metric, kind, cell, reference, cell_values, reference_values
         pilot_n_ref=len(reference_values),
     )
     if len(cell_values) < 2 or len(reference_values) < 2:
-        return PlanRow(
+        return PowerRow(
             **base,
             gap=float("nan"),
             repetitions=None,
@@ -214,7 +218,7 @@ def _plan_pilot_gap(metric, kind, cell, reference, cell_values, reference_values
         )
     observed = stats.statistic(kind, cell_values) - stats.statistic(kind, reference_values)
     if observed == 0:
-        return PlanRow(
+        return PowerRow(
             **base,
             gap=observed,
             repetitions=None,
@@ -227,7 +231,7 @@ def _plan_pilot_gap(metric, kind, cell, reference, cell_values, reference_values
         f"{metric}\x1f{cell}",
         **settings,
     )
-    return PlanRow(**base, gap=observed, repetitions=repetitions, power=power)
+    return PowerRow(**base, gap=observed, repetitions=repetitions, power=power)
 
 
 def smallest_repetitions(
@@ -243,6 +247,7 @@ def smallest_repetitions(
     """The first n of the ladder whose simulated power reaches `power`, and that power."""
     reached = None
     for n in [size for size in LADDER if size <= max_repetitions] or [max_repetitions]:
+        # The stream's name predates this module's; renaming it would change every draw.
         rng = stats.generator_for(f"plan\x1f{key}\x1f{n}")
         reached = simulated_power(cell, reference, n, rng, simulations=simulations, draws=draws)
         if reached >= power:

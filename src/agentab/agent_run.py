@@ -1,0 +1,253 @@
+"""One agent run: a fresh clone, the pinned harness in it, its stream, transcript and patch.
+
+`perform_run` is what `python -m agentab.steps.run` does. It raises `HarnessFault` when the
+harness could not do the run (the workflow redoes it), and `AgentabError` for a problem a person
+must fix; otherwise the run has an outcome (completed or failed) and `run.json` is written last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from agentab import etalon as etalon_module
+from agentab.bricks import place_in_clone
+from agentab.credentials import read_api_key
+from agentab.files import write_json, write_jsonl
+from agentab.harnesses import get_harness
+from agentab.harnesses.base import (
+    BrickFile,
+    Harness,
+    HarnessFault,
+    Installation,
+    Invocation,
+    Outcome,
+    RunSpec,
+    StreamFacts,
+)
+from agentab.layout import run_id
+from agentab.offline_model import serve
+from agentab.process import CannotStart, ProcessResult, end_stale_twin, run_process
+
+USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """Where one run writes (the workflow rule names each file)."""
+
+    record: Path
+    stream: Path
+    transcript: Path
+    patch: Path
+    model_requests: Path
+    agent_stderr: Path
+    lock: Path
+    earlier_attempts: Path
+    faults: Path
+
+    @property
+    def folder(self) -> Path:
+        return self.record.parent
+
+
+@dataclass
+class AgentRun:
+    invocation: Invocation
+    process: ProcessResult
+    facts: StreamFacts
+    outcome: Outcome
+    started: str
+
+
+def offline_seed(scenario: str, slug: str, rep: int) -> int:
+    """The offline model's seed of one run: the same run always gets the same draws."""
+    digest = hashlib.sha256(f"{scenario}\0{slug}\0{rep}".encode()).hexdigest()
+    return int(digest[:12], 16)
+
+
+def provider_api_key(provider: str, credentials: Path | None) -> str | None:
+    """The provider's key from the credentials file; the offline model needs none."""
+    if provider == "offline":
+        return None
+    return read_api_key(credentials, provider)
+
+
+def set_aside_earlier_attempt(files: RunFiles) -> None:
+    """One attempt, one request log: a log a killed attempt left is kept apart, named so."""
+    if not files.model_requests.exists():
+        return
+    files.earlier_attempts.mkdir(parents=True, exist_ok=True)
+    number = len(list(files.earlier_attempts.glob("attempt-*"))) + 1
+    kept = files.earlier_attempts / f"attempt-{number}-{files.model_requests.name}"
+    files.model_requests.replace(kept)
+
+
+def ensure_fresh_clone(etalon, clone: Path, mirrors_dir: Path) -> str:
+    """The clone as the clone rule made it, or a new one if an earlier attempt used it."""
+    marker = clone / ".git" / USED_MARKER
+    if marker.exists() or not (clone / ".git").is_dir():
+        sha = etalon_module.fresh_clone(etalon.location, etalon.tag, clone, mirrors_dir)
+    else:
+        sha = etalon_module.tag_sha(clone, etalon.tag)
+    marker.write_text("an agent ran in this clone; a retry must clone again\n")
+    return sha
+
+
+def run_agent(
+    harness: Harness,
+    installation: Installation,
+    spec: RunSpec,
+    files: RunFiles,
+    offline_policy: str | None = None,
+    seed: int = 0,
+) -> AgentRun:
+    """Run the agent once in spec.clone. Raises HarnessFault when the harness could not."""
+    files.folder.mkdir(parents=True, exist_ok=True)
+    if offline_policy is None:
+        return _run_prepared(harness, installation, spec, files)
+    with serve(offline_policy, seed, files.model_requests) as base_url:
+        return _run_prepared(harness, installation, replace(spec, model_base_url=base_url), files)
+
+
+def _run_prepared(harness, installation, spec: RunSpec, files: RunFiles) -> AgentRun:
+    if spec.scratch.exists():
+        shutil.rmtree(spec.scratch)  # a retry never inherits a used config dir or HOME
+    invocation = harness.prepare(spec, installation)
+    for path, text in invocation.files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    place_in_clone(spec.clone, invocation.clone_files)
+    started = datetime.now(UTC).isoformat(timespec="milliseconds")
+    try:
+        process = run_process(
+            invocation.argv,
+            env=invocation.env,
+            cwd=invocation.cwd,
+            stdout_path=files.stream,
+            stderr_path=files.agent_stderr,
+            timeout_s=spec.timeout_s,
+            lock_path=files.lock,
+        )
+    except CannotStart as error:
+        raise HarnessFault(str(error)) from None
+    facts = harness.read_stream(files.stream)
+    write_jsonl(harness.transcript(files.stream), files.transcript)
+    outcome = harness.classify(facts, process.exit_code, process.timed_out)
+    return AgentRun(invocation, process, facts, outcome, started)
+
+
+def record_fault(faults: Path, fault: HarnessFault) -> None:
+    """Every fault is kept (the run has no measures yet): the synthesis counts them per cell."""
+    line = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "fault": fault.render()}
+    with faults.open("a", encoding="utf-8") as log:
+        log.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+def run_record(scenario, cell, rep: int, harness: Harness, sha: str, run: AgentRun, seed) -> dict:
+    agent = cell.agent
+    offline = agent.provider == "offline"
+    return {
+        "schema": 1,
+        "scenario": scenario.name,
+        "cell": cell.name,
+        "slug": cell.slug,
+        "rep": rep,
+        "run": run_id(cell.slug, rep),
+        "harness": harness.name,
+        "harness_version": agent.version,
+        "provider": agent.provider,
+        "model": agent.model,
+        "thinking": agent.thinking,
+        "timeout_s": agent.timeout_s,
+        "argv": run.invocation.argv,
+        "env": run.invocation.env_for_record(),
+        "etalon": {"repo": scenario.etalon.repo, "tag": scenario.etalon.tag, "sha": sha},
+        "bricks": [
+            {
+                "kind": brick.kind,
+                "rel": brick.rel,
+                "sha256": brick.sha256,
+                "passed_as": run.invocation.passed_as.get(brick.rel, ""),
+            }
+            for brick in cell.bricks
+        ],
+        "offline_model": {"policy": agent.model, "seed": seed} if offline else None,
+        "started": run.started,
+        "duration_s": round(run.process.duration_s, 3),
+        "exit_code": run.process.exit_code,
+        "outcome": run.outcome.as_dict(),
+        "facts": run.facts.as_dict(),
+    }
+
+
+def perform_run(
+    scenario,
+    cell,
+    rep: int,
+    *,
+    files: RunFiles,
+    work_root: Path,
+    harnesses_dir: Path,
+    mirrors_dir: Path,
+    credentials: Path | None = None,
+    clone: Path | None = None,
+) -> dict:
+    """Run the agent for one cell and repetition; write the run's files, run.json last.
+
+    The agent works in a fresh clone under `work_root`, in a folder with a random name, so that
+    no path the agent (or its model, which is told its working directory) sees names the cell.
+    `clone` puts it elsewhere instead (a person running the step by hand).
+    """
+    harness = get_harness(cell.agent.harness)
+    installation = harness.installation(cell.agent.version, harnesses_dir)
+    files.folder.mkdir(parents=True, exist_ok=True)
+    files.record.unlink(missing_ok=True)
+    own_folder = None
+    if clone is None:
+        own_folder = work_root.absolute() / secrets.token_hex(10)
+        clone = own_folder / etalon_module.repository_name(scenario.etalon.location)
+    clone = clone.absolute()
+    # An agent left running by a killed workflow still works in this clone: end it before the
+    # clone is made fresh, or it could write into the new one.
+    end_stale_twin(files.lock)
+    set_aside_earlier_attempt(files)
+    sha = ensure_fresh_clone(scenario.etalon, clone, mirrors_dir.absolute())
+    spec = RunSpec(
+        clone=clone,
+        # One scratch per attempt: a stale attempt left by a killed workflow cleans up its own
+        # folder when its agent is ended, never the agent dir or HOME of the attempt after it.
+        scratch=files.folder / f".scratch-{os.getpid()}",
+        prompt=cell.prompt,
+        provider=cell.agent.provider,
+        model=cell.agent.model,
+        thinking=cell.agent.thinking,
+        timeout_s=cell.agent.timeout_s,
+        bricks=tuple(BrickFile(b.kind, b.rel, b.path, b.sha256) for b in cell.bricks),
+        api_key=provider_api_key(cell.agent.provider, credentials),
+    )
+    offline = cell.agent.provider == "offline"
+    seed = offline_seed(scenario.name, cell.slug, rep) if offline else None
+    try:
+        run = run_agent(
+            harness, installation, spec, files, cell.agent.model if offline else None, seed or 0
+        )
+        # Against the SHA recorded at clone time: the agent may move or delete the tag.
+        files.patch.write_bytes(etalon_module.result_patch(clone, sha))
+    except HarnessFault as fault:
+        record_fault(files.faults, fault)
+        raise
+    finally:
+        shutil.rmtree(spec.scratch, ignore_errors=True)
+        if own_folder is not None:
+            shutil.rmtree(own_folder, ignore_errors=True)
+    files.model_requests.touch()  # recorded for every provider; empty when nothing reached one
+    record = run_record(scenario, cell, rep, harness, sha, run, seed)
+    write_json(record, files.record)  # last: its presence means the run has an outcome
+    return record

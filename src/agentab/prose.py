@@ -1,0 +1,264 @@
+"""The prose of a synthesis: synthesis.md, and how the report writes a value, a gap, a cell.
+
+The Markdown is rendered from `templates/synthesis.md.j2` with `report_context`; the describe_*
+helpers are also what the command line prints.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from agentab import stats
+from agentab.metrics import DIAGNOSTIC, RATE, Aggregate
+from agentab.results import STATUSES, RunRecord
+from agentab.verdicts import HOLM_LEVEL, PENDING_NOTE, CellValue, Gap, SynthesisResult
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _plain(value: float, digits: int = 3) -> str:
+    """A signed number with `digits` significant digits; zero is written 0, never +0 or -0."""
+    text = f"{value:+.{digits}g}"
+    return "0" if float(text) == 0 else text
+
+
+def _signed(value: float, kind: str) -> str:
+    return f"{_plain(100 * value)} pp" if kind == RATE else _plain(value, 4)
+
+
+def _interval(low: float, high: float, kind: str) -> str:
+    if kind == RATE:
+        return f"[{_plain(100 * low)}, {_plain(100 * high)}] pp"
+    return f"[{_plain(low, 4)}, {_plain(high, 4)}]"
+
+
+def describe_gap_figures(gap: Gap) -> str:
+    """`+80 pp [+50, +100] pp` or `+1 [0, +1]`: a gap and its 95% interval, as the report writes."""
+    interval = _interval(gap.verdict.ci_low, gap.verdict.ci_high, gap.kind)
+    return f"{_signed(gap.verdict.gap, gap.kind)} {interval}"
+
+
+def _p_value(p: float) -> str:
+    # With DRAWS draws the smallest non-zero p is 2 / DRAWS.
+    return f"< {2 / stats.DRAWS:g}" if p == 0 else f"{p:.3g}"
+
+
+def count_text(value: float) -> str:
+    """A whole count with thin-space thousands separators: 228 824."""
+    return f"{value:,.0f}".replace(",", "\u202f")
+
+
+def _rate(agg: Aggregate) -> str:
+    return f"{agg.k}/{agg.n} ({100 * agg.value:.0f}%)"
+
+
+def _median(agg: Aggregate) -> str:
+    return f"{_number(agg.value)} (IQR {_number(agg.low)}–{_number(agg.high)}, n = {agg.n})"
+
+
+def describe_value(row: CellValue) -> str:
+    agg = row.aggregate
+    if agg.n == 0 and row.pending:
+        return f"pending ({row.pending} run{'s' if row.pending != 1 else ''})"
+    if agg.kind == DIAGNOSTIC:
+        text = f"per run only (n = {agg.n})"
+    elif agg.n == 0:
+        text = "no valid value"
+    elif agg.kind == RATE:
+        text = _rate(agg)
+    else:
+        text = _median(agg)
+    return f"{text}; {row.pending} pending" if row.pending else text
+
+
+def describe_isolated(row: CellValue) -> str:
+    agg = row.aggregate
+    if agg.kind == RATE:
+        return f"{_rate(agg)}, Wilson 95% interval {100 * agg.low:.0f}%–{100 * agg.high:.0f}%"
+    return f"median {_median(agg)}"
+
+
+def describe_gap_plainly(gap: Gap, values: dict) -> str:
+    direction = "higher" if gap.verdict.gap > 0 else "lower"
+    mine, theirs = (
+        values[gap.cell, gap.metric].aggregate,
+        values[gap.reference, gap.metric].aggregate,
+    )
+    if gap.kind == RATE:
+        compared = f"{mine.k}/{mine.n} runs against {theirs.k}/{theirs.n}"
+        statistic = "rate"
+    else:
+        compared = f"{_median(mine)} against {_median(theirs)}"
+        statistic = "median"
+    holm = (
+        "it still holds after Holm's adjustment"
+        if gap.survives_holm
+        else f"its Holm-adjusted p ({_p_value(gap.p_holm)}) is not below {HOLM_LEVEL}, so count "
+        "it among the gaps that chance alone could produce in a table this size"
+    )
+    return (
+        f"In `{gap.cell}`, the {statistic} of `{gap.metric}` is {direction} than in "
+        f"`{gap.reference}`: {compared}, a gap of {_signed(gap.verdict.gap, gap.kind)} "
+        f"(95% interval {_interval(gap.verdict.ci_low, gap.verdict.ci_high, gap.kind)}); "
+        f"{holm}."
+    )
+
+
+def describe_delta(cell) -> str:
+    if cell.is_baseline:
+        return "baseline"
+    return ", ".join(f"{dimension} = {value}" for dimension, value in cell.delta.items()) or "—"
+
+
+def describe_settings(cell) -> str:
+    parts = []
+    for key, value in cell.settings.items():
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        shown = " ".join(shown.split())
+        parts.append(f"{key}: {shown if len(shown) <= 60 else shown[:59] + '…'}")
+    return "; ".join(parts)
+
+
+PROVENANCE_FIELDS = ("harness", "harness_version", "provider", "model", "thinking", "etalon_sha")
+
+
+def provenance_rows(result: SynthesisResult, scenario) -> list[dict]:
+    """Per cell, every distinct value each provenance field took across its runs."""
+    seen: dict[tuple[str, str], set] = defaultdict(set)
+    for run in result.runs:
+        for name in PROVENANCE_FIELDS:
+            if run.provenance.get(name) not in (None, ""):
+                seen[run.cell, name].add(str(run.provenance[name]))
+    return [
+        {"cell": cell.name}
+        | {name: ", ".join(sorted(seen[cell.name, name])) or "—" for name in PROVENANCE_FIELDS}
+        for cell in scenario.cells
+    ]
+
+
+def usage_totals(runs: list[RunRecord]) -> dict:
+    def total(getter) -> float:
+        found = (getter(run.provenance) for run in runs)
+        return sum(v for v in found if isinstance(v, int | float) and not isinstance(v, bool))
+
+    return {
+        "duration_s": total(lambda p: p.get("duration_s")),
+        "input_tokens": total(lambda p: (p.get("tokens") or {}).get("input")),
+        "output_tokens": total(lambda p: (p.get("tokens") or {}).get("output")),
+        "cost_usd": total(lambda p: p.get("cost_usd")),
+    }
+
+
+def markdown_table_text(value: object) -> str:
+    """Text safe inside a Markdown table cell."""
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def render_markdown(result: SynthesisResult, scenario) -> str:
+    import jinja2
+
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,  # Markdown, not HTML
+    )
+    environment.filters["cell"] = markdown_table_text
+    return environment.get_template("synthesis.md.j2").render(report_context(result, scenario))
+
+
+def report_context(result: SynthesisResult, scenario) -> dict:
+    counts = result.status_counts()
+    status_by_cell = Counter((run.cell, run.status) for run in result.runs)
+    missing_by_cell = Counter(missing.cell for missing in result.missing)
+    values = {(row.cell, row.metric): row for row in result.cell_values}
+    isolated = [
+        row for row in result.cell_values if row.note.startswith("isolated") and row.aggregate.n
+    ]
+    pending = Counter()
+    for row in result.cell_values:
+        pending[row.metric] += row.pending
+    usage = usage_totals(result.runs)
+    return {
+        "scenario": scenario,
+        "stats": stats,
+        "holm_level": HOLM_LEVEL,
+        "expected_runs": len(scenario.cells) * scenario.repetitions,
+        "counts": {status: counts.get(status, 0) for status in STATUSES},
+        "matrix": [
+            {
+                "cell": cell,
+                "delta": describe_delta(cell),
+                "settings": describe_settings(cell),
+                "is_reference": cell.name == scenario.reference,
+                **{status: status_by_cell.get((cell.name, status), 0) for status in STATUSES},
+                "missing": missing_by_cell.get(cell.name, 0),
+            }
+            for cell in scenario.cells
+        ],
+        "metrics": [
+            {
+                "name": metric,
+                "type": result.metric_types[metric],
+                "pending_only": result.metric_types[metric].note == PENDING_NOTE,
+            }
+            for metric in scenario.metrics
+        ],
+        "values": {key: describe_value(row) for key, row in values.items()},
+        "gaps": [
+            {
+                "gap": gap,
+                "value_cell": describe_value(values[gap.cell, gap.metric]),
+                "value_ref": describe_value(values[gap.reference, gap.metric]),
+                "difference": _signed(gap.verdict.gap, gap.kind),
+                "interval": _interval(gap.verdict.ci_low, gap.verdict.ci_high, gap.kind),
+                "p": _p_value(gap.verdict.p),
+                "p_holm": _p_value(gap.p_holm),
+            }
+            for gap in result.gaps
+        ],
+        "established": [describe_gap_plainly(gap, values) for gap in result.established],
+        "surviving_holm": sum(gap.survives_holm for gap in result.gaps),
+        "isolated": [{"row": row, "text": describe_isolated(row)} for row in isolated],
+        "invalid": group_reasons(result.runs, "invalid"),
+        "failed": group_reasons(result.runs, "failed"),
+        "pending": [
+            {"metric": metric, "count": pending[metric], "forms": forms_filling(scenario, metric)}
+            for metric in scenario.metrics
+            if pending[metric]
+        ],
+        "missing": result.missing,
+        "bad_files": result.bad_files,
+        "provenance": provenance_rows(result, scenario),
+        "usage": {
+            "runs": len(result.runs),
+            "duration_s": count_text(usage["duration_s"]),
+            "input_tokens": count_text(usage["input_tokens"]),
+            "output_tokens": count_text(usage["output_tokens"]),
+            "cost_usd": f"{usage['cost_usd']:.2f}",
+        },
+    }
+
+
+def forms_filling(scenario, metric: str) -> list[str]:
+    """The form validators of the scenario that fill a metric."""
+    return [
+        name
+        for name, spec in scenario.validators.items()
+        if spec.mode == "form" and metric in (spec.options.get("fills") or [])
+    ]
+
+
+def group_reasons(runs: list[RunRecord], status: str) -> list[tuple[str, list[str]]]:
+    """(reason, runs) pairs for the runs of a status, the most frequent reason first."""
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for run in runs:
+        if run.status == status:
+            for reason in run.problems or ["no reason recorded"]:
+                by_reason[reason].append(run.run)
+    return sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0]))

@@ -1,0 +1,238 @@
+"""Receipts: proof, for every run, that its model, thinking level and bricks reached the model.
+
+agentab does not trust that a flag was passed. From the run's request log
+(`model-requests.jsonl`: every request that reached the model, as the offline model or the
+recording proxy saw it) and the harness's own stream, `build_receipt` says for the model, the
+thinking level and each brick what was declared, what was sent and whether it was delivered
+(DESIGN §8). A run whose treatment was not delivered is invalid: retrying would repeat a
+systematic drop, and scoring it would measure the baseline under the cell's name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentab.offline_model import wire
+
+SCHEMA_VERSION = 1
+PROBLEM_PREFIX = "treatment-not-delivered"
+# Dates and times a harness writes into its system prompt: not part of what a cell sends.
+VOLATILE = re.compile(r"\d{4}-\d{2}-\d{2}([T ][\d:.]+Z?)?|\b\d{1,2}:\d{2}(:\d{2})?\b")
+
+
+@dataclass(frozen=True)
+class Request:
+    """One logged request, read through its wire API."""
+
+    seq: int
+    api: str
+    model: str
+    system: str
+    prompt: str
+    tools: tuple[str, ...]
+    thinking: str | None
+    text: str  # the whole body, for evidence that may lie anywhere in it
+
+    @property
+    def is_turn(self) -> bool:
+        """A turn of the agent (it offers tools), not a side request (a title, a count)."""
+        return bool(self.tools)
+
+
+def read_requests(log: Path) -> list[Request]:
+    requests = []
+    if not Path(log).exists():
+        return requests
+    for line in Path(log).read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+            api = wire.by_name(record["api"])
+        except (ValueError, KeyError, StopIteration):
+            continue
+        body, path = record.get("body") or {}, record.get("path", "")
+        conversation = api.conversation(body, path)
+        model_of = getattr(api, "model_of", None)
+        requests.append(
+            Request(
+                seq=int(record.get("seq", len(requests) + 1)),
+                api=api.NAME,
+                model=model_of(body, path) if model_of else str(body.get("model", "")),
+                system=conversation.system,
+                prompt=conversation.prompt,
+                tools=tuple(sorted(conversation.tools)),
+                thinking=conversation.thinking,
+                text=json.dumps(body, ensure_ascii=False),
+            )
+        )
+    return requests
+
+
+def squeeze(text: str) -> str:
+    return " ".join(text.split())
+
+
+# ---------------------------------------------------------------------------- the checks
+
+
+def model_entry(declared: str, told: str, turns: list[Request]) -> tuple[dict, list[str]]:
+    sent = sorted({request.model for request in turns})
+    delivered = bool(turns) and sent == [told]
+    entry = {"declared": declared, "sent": sent, "delivered": delivered}
+    problems = (
+        [] if delivered else [f"model: declared {told}, the model was sent {sent or 'nothing'}"]
+    )
+    return entry, problems
+
+
+def thinking_entry(
+    declared: str, applied: str | None, expected, turns: list[Request]
+) -> tuple[dict, list[str]]:
+    """`expected`: the wire setting the adapter documents for the declared level, or a map of
+    wire API -> setting when the harness sends it differently per API."""
+    sent_values = sorted({str(r.thinking) for r in turns if r.thinking is not None})
+    unset = any(r.thinking is None for r in turns)
+    sent = sent_values[0] if len(sent_values) == 1 and not unset else (sent_values or None)
+    wanted = [expected.get(r.api) if isinstance(expected, dict) else expected for r in turns]
+    problems = []
+    if not turns:
+        problems.append("thinking: no request reached the model")
+    elif any(r.thinking != want for r, want in zip(turns, wanted, strict=True)):
+        shown = "no reasoning setting" if sent is None else f"{sent!r}"
+        problems.append(
+            f"thinking: declared {declared}, expected {wanted[0]!r} on the wire, the model was "
+            f"sent {shown}"
+        )
+    if applied is not None and applied != declared:
+        problems.append(f"thinking: declared {declared}, the harness says it applied {applied}")
+    entry = {
+        "declared": declared,
+        "applied": applied,
+        "expected": wanted[0] if wanted else None,
+        "sent": sent,
+        "delivered": not problems,
+    }
+    return entry, problems
+
+
+def skill_identity(folder: Path) -> tuple[str, str]:
+    """A skill's name and description, from its SKILL.md front matter."""
+    text = (folder / "SKILL.md").read_text(encoding="utf-8")
+    found = re.match(r"---\n(.*?)\n---", text, re.S)
+    fields = {}
+    for line in (found.group(1) if found else "").splitlines():
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip().strip("\"'")
+    return fields.get("name", folder.name), fields.get("description", "")
+
+
+def brick_entry(brick, harness, first: Request | None, turns: list[Request]) -> dict:
+    entry = {"kind": brick.kind, "rel": brick.rel}
+    if brick.kind in harness.unprovable_bricks:
+        return entry | {"delivered": None, "evidence": harness.unprovable_bricks[brick.kind]}
+    if first is None:
+        return entry | {"delivered": False, "evidence": "no request reached the model"}
+    if brick.kind == "context_files":
+        text = squeeze(Path(brick.path).read_text(encoding="utf-8"))
+        if text and text in squeeze(first.system):
+            return entry | {
+                "delivered": True,
+                "evidence": f"its text is in the system prompt of request {first.seq}",
+            }
+        if text and text in squeeze(first.prompt):
+            return entry | {
+                "delivered": True,
+                "evidence": f"its text is in the first message of request {first.seq}",
+            }
+        return entry | {
+            "delivered": False,
+            "evidence": f"its text is in neither the system prompt nor the first message of request {first.seq}",
+        }
+    if brick.kind == "skills":
+        name, description = skill_identity(Path(brick.path))
+        found = name in first.text and squeeze(description) in squeeze(first.text)
+        where = f"request {first.seq}"
+        evidence = (
+            f"its name and description are in {where}"
+            if found
+            else f"its name or description is missing from {where}"
+        )
+        return entry | {"delivered": found, "evidence": evidence}
+    builtin = getattr(harness, "builtin_tools", None)
+    if builtin is not None:
+        extra = sorted(set(first.tools) - set(builtin))
+        if extra:
+            return entry | {
+                "delivered": True,
+                "evidence": f"request {first.seq} offers tools beyond the harness's own: {', '.join(extra)}",
+            }
+        return entry | {
+            "delivered": None,
+            "evidence": "no tool beyond the harness's own is offered: a brick that adds none cannot be proven",
+        }
+    return entry | {"delivered": None, "evidence": f"{harness.name} keeps no record of loading it"}
+
+
+def fingerprint(turns: list[Request], clone: Path | None) -> str | None:
+    """What a cell sent, less what differs between any two runs: the first turn's system
+    prompt (its clone's path and dates blanked), tools, model and reasoning setting. Two cells
+    whose runs share it sent the model the same treatment."""
+    if not turns:
+        return None
+    first = turns[0]
+    system = first.system.replace(str(clone), "<clone>") if clone else first.system
+    system = re.sub(r"/[\w./-]*/work/[0-9a-f]{20}/[\w.-]+", "<clone>", system)
+    payload = [VOLATILE.sub("<time>", system), list(first.tools), first.model, first.thinking]
+    return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:16]
+
+
+def build_receipt(cell, told_model: str, harness, facts, log: Path, clone: Path | None) -> dict:
+    """The receipt of one run (DESIGN §8)."""
+    requests = read_requests(log)
+    turns = [request for request in requests if request.is_turn] or requests
+    model, problems = model_entry(cell.agent.model, told_model, turns)
+    expected = harness.sent_thinking(cell.agent.thinking, told_model)
+    thinking, thinking_problems = thinking_entry(
+        cell.agent.thinking, facts.thinking_applied, expected, turns
+    )
+    problems += thinking_problems
+    first = turns[0] if turns else None
+    bricks = [brick_entry(brick, harness, first, turns) for brick in cell.bricks]
+    problems += [
+        f"{b['kind']} {b['rel']}: {b['evidence']}" for b in bricks if b["delivered"] is False
+    ]
+    return {
+        "schema": SCHEMA_VERSION,
+        "requests": len(requests),
+        "delivered": not problems,
+        "model": model,
+        "thinking": thinking,
+        "bricks": bricks,
+        "fingerprint": fingerprint(turns, clone),
+        "problems": problems,
+    }
+
+
+def receipt_summary(receipt: dict | None) -> dict | None:
+    """What measures.json carries of a receipt."""
+    if receipt is None:
+        return None
+    return {
+        "delivered": receipt["delivered"],
+        "requests": receipt["requests"],
+        "thinking_sent": receipt["thinking"]["sent"],
+        "thinking_applied": receipt["thinking"]["applied"],
+        "unproven": [b["rel"] for b in receipt["bricks"] if b["delivered"] is None],
+        "fingerprint": receipt.get("fingerprint"),
+        "problems": list(receipt["problems"]),
+    }
+
+
+def policy_reasons(policy_source: str) -> bool:
+    """Whether an offline policy's model can reason (`[policy] reasoning`, default true)."""
+    from agentab.offline_model.policy import load_policy
+
+    return bool(load_policy(policy_source).settings.get("reasoning", True))

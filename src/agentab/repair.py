@@ -1,0 +1,166 @@
+"""A results folder made consistent before the workflow decides what to run.
+
+Snakemake never looks inside a file, and it does not rebuild a missing intermediate file under
+an up-to-date target. So a per-run file that was deleted, truncated or hand-edited would stay
+wrong forever while the synthesis says the run is missing. Here, when the workflow starts, each
+run's files are read: one that is unreadable or fails its shape is removed together with what
+depends on it (run.json → the validators' outputs → measures.json), and when a run has no
+measures, the synthesis outputs are removed so that the synthesis is due again: Snakemake
+then rebuilds exactly the missing chain, and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentab.layout import ResultsFolder, RunFolder
+
+STATUSES = ("valid", "invalid", "failed")
+
+
+def _read(path: Path) -> tuple[bool, object]:
+    """(exists, parsed JSON or None when unreadable)."""
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        return False, None
+    except OSError:
+        return True, None
+    try:
+        return True, json.loads(text)
+    except ValueError:
+        return True, None
+
+
+def record_problem(data: object) -> str | None:
+    if not isinstance(data, dict) or not isinstance(data.get("outcome"), dict):
+        return "is not a run record (no outcome)"
+    return None
+
+
+def validator_output_problem(data: object) -> str | None:
+    if not isinstance(data, dict) or not isinstance(data.get("ok"), bool):
+        return "is not a validator's output (no ok)"
+    return None
+
+
+def measures_problem(data: object, cell: str, rep: int) -> str | None:
+    if not isinstance(data, dict) or data.get("status") not in STATUSES:
+        return "is not a measures.json (no status)"
+    if data.get("cell") != cell or data.get("rep") != rep:
+        return f"belongs to another run ({data.get('cell')!r}, repetition {data.get('rep')!r})"
+    if not isinstance(data.get("metrics"), dict):
+        return "has no metrics object"
+    return None
+
+
+@dataclass
+class Repair:
+    """What was found wrong in a scenario's results, and what was done about it."""
+
+    scenario: str
+    removed: list[str] = field(default_factory=list)  # "path: why"
+    unmeasured: int = 0  # runs with no measures.json (after removals)
+    synthesis_due: bool = False
+
+    def lines(self, dry: bool = False) -> list[str]:
+        removed = "would remove" if dry else "removed"
+        lines = [f"agentab: {self.scenario}: {removed} {entry}" for entry in self.removed]
+        if self.synthesis_due:
+            lines.append(
+                f"agentab: {self.scenario}: {self.unmeasured} runs have no measures; they "
+                + ("would be redone" if dry else "are redone now")
+                + ", with what depends on them"
+            )
+        return lines
+
+
+def check_run(run: RunFolder, cell: str, rep: int, validators: list[str], dry: bool) -> list[str]:
+    """Remove this run's bad files and what depends on them; return 'path: why' for each."""
+    removed: list[str] = []
+
+    def remove(paths: list[Path], why: str, first: Path) -> None:
+        removed.append(f"{first}: {why}")
+        if not dry:
+            for path in paths:
+                path.unlink(missing_ok=True)
+
+    downstream = [run.measures]
+    exists, data = _read(run.record)
+    if exists and (why := record_problem(data)):
+        outputs = [run.validator_output(v) for v in validators]
+        remove([*run.agent_outputs(), *outputs, *downstream], why, run.record)
+        return removed
+    for validator in validators:
+        exists, data = _read(run.validator_output(validator))
+        if exists and (why := validator_output_problem(data)):
+            remove(
+                [run.validator_output(validator), *downstream], why, run.validator_output(validator)
+            )
+    exists, data = _read(run.measures)
+    if exists and (why := measures_problem(data, cell, rep)):
+        remove([run.measures], why, run.measures)
+    return removed
+
+
+def repair_scenario(
+    results: ResultsFolder, runs: list[tuple[str, str, int]], validators: list[str], dry: bool
+) -> Repair:
+    """`runs`: (cell name, cell slug, repetition) of every expected run."""
+    repair = Repair(results.path.name)
+    if not results.path.is_dir():
+        return repair
+    for cell, slug, rep in runs:
+        run = results.run(slug, rep)
+        if run.path.is_dir():
+            repair.removed += check_run(run, cell, rep, validators, dry)
+        if not run.measures.exists() or any(
+            entry.startswith(f"{run.measures}:") for entry in repair.removed
+        ):
+            repair.unmeasured += 1
+    synthesis = results.output("synthesis.md")
+    repair.synthesis_due = bool(repair.unmeasured) and synthesis.exists()
+    if repair.synthesis_due and not dry:
+        # Without its outputs the synthesis is due, and Snakemake rebuilds what it lacks
+        # (`agentab synthesize` still writes a partial one by hand at any time).
+        for path in results.outputs():
+            path.unlink(missing_ok=True)
+    return repair
+
+
+def repair_workflow(workflow, dry: bool = False) -> list[str]:
+    """Make every scenario's results consistent; the lines to tell the person."""
+    lines = []
+    for name, scenario in workflow.scenarios.items():
+        runs = [
+            (cell.name, cell.slug, rep)
+            for cell in scenario.cells
+            for rep in range(1, scenario.repetitions + 1)
+        ]
+        repair = repair_scenario(
+            workflow.layout.results(name), runs, workflow.scored_validators(name), dry
+        )
+        lines += repair.lines(dry)
+    return lines
+
+
+def dry_run_asked(argv: list[str]) -> bool:
+    """Whether a Snakemake command line asks for a dry run. Snakemake itself knows only after
+    it has read the Snakefile, and the repair must happen before it reads any file's time."""
+    for argument in argv[1:]:
+        if argument in ("--dry-run", "--dryrun", "--dry", "-n"):
+            return True
+        if re.fullmatch(r"-[a-zA-Z]*n[a-zA-Z]*", argument):
+            return True
+    return False
+
+
+def repair_on_start(snakemake_workflow, workflow, argv: list[str]) -> None:
+    """What the workflow does as it reads its rules, in the main Snakemake process only."""
+    if snakemake_workflow.is_main_process:
+        for line in repair_workflow(workflow, dry=dry_run_asked(argv)):
+            print(line, file=sys.stderr)

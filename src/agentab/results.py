@@ -1,0 +1,239 @@
+"""Reading a results folder: its frozen scenario and every run's measures.json, checked.
+
+A results folder is often partial (a stubborn fault, a run still going). Reading it says which
+runs are missing, and a measures.json that cannot be read is a `BadFile` with its path and its
+problem; it never stops the others from counting. Every path comes from `agentab.layout`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentab.errors import AgentabError, problem
+from agentab.layout import ResultsFolder, RunFolder, run_id
+
+STATUSES = ("valid", "invalid", "failed")
+# The layout's names of the parts, for the folder scan: with thousands of runs, a Path per
+# candidate is a noticeable share of a synthesis, so the scan joins strings.
+MEASURES_FILE = RunFolder(Path()).measures.name
+RUNS_FOLDER = ResultsFolder(Path()).runs_root.name
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run's measures.json, checked."""
+
+    cell: str
+    rep: int
+    run: str
+    status: str
+    metrics: dict
+    extra: dict
+    pending: list[str]
+    problems: list[str]
+    provenance: dict
+
+
+@dataclass(frozen=True)
+class BadFile:
+    path: str  # relative to the results folder
+    message: str
+
+
+@dataclass(frozen=True)
+class MissingRun:
+    cell: str
+    rep: int
+    path: str  # the run folder, relative to the results folder
+
+
+def load_frozen_scenario(results_dir: Path):
+    """The scenario exactly as it was run: cells, reference and metric contract."""
+    # Imported here so that the statistics stay importable on their own.
+    from agentab.scenario import load_scenario
+
+    if not Path(results_dir).is_dir():
+        raise AgentabError(
+            problem(
+                results_dir,
+                "",
+                "no such results folder",
+                "pass the folder a scenario's runs were written to, e.g. results/<scenario name>",
+            )
+        )
+    frozen = ResultsFolder(Path(results_dir)).frozen_scenario
+    if not frozen.is_file():
+        raise AgentabError(
+            problem(
+                frozen,
+                "",
+                "the frozen scenario is missing; the synthesis reads cells, reference and "
+                "metric contract from it",
+                "copy the scenario that was run to this path, unchanged",
+            )
+        )
+    return load_scenario(frozen, check_etalon=False, check_bricks=False)
+
+
+def _relative_run_folder(slug: str, rep: int | str) -> str:
+    """`runs/<slug>/r<NN>`: a run folder as the outputs name it, relative to the results."""
+    return f"{RUNS_FOLDER}/{run_id(slug, rep)}"
+
+
+def find_measures_files(results_dir: Path) -> list[Path]:
+    """Every `runs/<slug>/r*/measures.json`, in path order (the order of `sorted(glob(...))`)."""
+    folder = ResultsFolder(Path(results_dir))
+    found = (folder.run(slug, rep).measures for slug, rep in _run_folders(folder))
+    return [path for path in found if path.exists()]
+
+
+def _run_folders(folder: ResultsFolder) -> list[tuple[str, str]]:
+    """(slug, folder) pairs of every `runs/<slug>/r*` folder, sorted as their paths sort.
+
+    A directory scan rather than a glob: with thousands of runs, building and matching a Path
+    per candidate is a noticeable share of a synthesis. A folder may hold no measures.json.
+    """
+    runs = str(folder.runs_root)
+    found = [
+        (slug, rep)
+        for slug in _subfolders(runs)
+        for rep in _subfolders(os.path.join(runs, slug), prefix="r")
+    ]
+    found.sort()
+    return found
+
+
+def _subfolders(folder: str, prefix: str = "") -> list[str]:
+    """Names of the visible folders in a folder (a glob's `*` skips hidden names)."""
+    try:
+        with os.scandir(folder) as entries:
+            return [
+                entry.name
+                for entry in entries
+                if entry.name.startswith(prefix)
+                and not entry.name.startswith(".")
+                and entry.is_dir()
+            ]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def read_run(path: Path, results_dir: Path, cells_by_name: dict) -> RunRecord | BadFile:
+    """A checked RunRecord, or a BadFile saying what is wrong with it."""
+    relative = Path(path).relative_to(results_dir).as_posix()
+    try:
+        return _read_run(str(path), relative, cells_by_name)
+    except _NoFile:
+        return BadFile(relative, "cannot be read: no such file")
+
+
+class _NoFile(Exception):
+    """The run folder holds no measures.json."""
+
+
+def _read_run(path: str, relative: str, cells_by_name: dict) -> RunRecord | BadFile:
+    """`read_run`; raises _NoFile when there is no file at `path` at all."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8")
+        data = json.loads(text)
+    except FileNotFoundError:
+        raise _NoFile(path) from None
+    except (OSError, UnicodeDecodeError) as error:
+        return BadFile(relative, f"cannot be read: {error}")
+    except json.JSONDecodeError as error:
+        return BadFile(relative, f"is not valid JSON: {error}")
+    if not isinstance(data, dict):
+        return BadFile(relative, "is not a JSON object")
+    problem_text = structure_problem(data, cells_by_name)
+    if problem_text:
+        return BadFile(relative, problem_text)
+    cell = cells_by_name[data["cell"]]
+    expected = _relative_run_folder(cell.slug, data["rep"])
+    if relative.rpartition("/")[0] != expected:
+        return BadFile(
+            relative,
+            f"is for cell {data['cell']!r} repetition {data['rep']}, which belongs in {expected}/",
+        )
+    return RunRecord(
+        cell=data["cell"],
+        rep=data["rep"],
+        run=str(data.get("run") or run_id(cell.slug, data["rep"])),
+        status=data["status"],
+        metrics=data.get("metrics") or {},
+        extra=data.get("extra") or {},
+        pending=list(data.get("pending") or []),
+        problems=[str(item) for item in data.get("problems") or []],
+        provenance=data.get("provenance") or {},
+    )
+
+
+def structure_problem(data: dict, cells_by_name: dict) -> str:
+    """What is wrong with the structure of a measures.json object; "" when nothing is."""
+    cell, rep, status = data.get("cell"), data.get("rep"), data.get("status")
+    if not isinstance(cell, str):
+        return "has no 'cell' name"
+    if cell not in cells_by_name:
+        known = ", ".join(repr(name) for name in cells_by_name)
+        return f"names cell {cell!r}, which the frozen scenario does not have (it has {known})"
+    if not isinstance(rep, int) or isinstance(rep, bool) or rep < 1:
+        return "has no 'rep' (an integer >= 1)"
+    if status not in STATUSES:
+        return f"has status {status!r}; expected one of {', '.join(STATUSES)}"
+    for key, kind in (("metrics", dict), ("extra", dict), ("pending", list), ("problems", list)):
+        if key in data and data[key] is not None and not isinstance(data[key], kind):
+            return f"has a '{key}' that is not a JSON {'object' if kind is dict else 'array'}"
+    if "provenance" in data and not isinstance(data["provenance"], dict | None):
+        return "has a 'provenance' that is not a JSON object"
+    return ""
+
+
+def read_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[BadFile]]:
+    runs, bad, _ = read_all_runs(Path(results_dir), scenario)
+    return runs, bad
+
+
+def read_all_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[BadFile], set[str]]:
+    """The checked runs, the bad files, and every run folder that holds a measures.json."""
+    cells_by_name = {cell.name: cell for cell in scenario.cells}
+    order = {cell.name: index for index, cell in enumerate(scenario.cells)}
+    folder = ResultsFolder(Path(results_dir))
+    root = str(folder.runs_root)
+    runs, bad, present = [], [], set()
+    for slug, rep in _run_folders(folder):
+        relative = _relative_run_folder(slug, rep)
+        try:
+            record = _read_run(
+                os.path.join(root, slug, rep, MEASURES_FILE),
+                f"{relative}/{MEASURES_FILE}",
+                cells_by_name,
+            )
+        except _NoFile:
+            continue
+        present.add(relative)
+        (bad if isinstance(record, BadFile) else runs).append(record)
+    runs.sort(key=lambda run: (order[run.cell], run.rep))
+    return runs, bad, present
+
+
+def missing_runs(results_dir: Path, scenario, present: set[str] | None = None) -> list[MissingRun]:
+    """Expected runs (every cell x repetitions 1..N) with no measures.json at all.
+
+    `present` is the set of run folders (`runs/<slug>/r<NN>`) known to hold one, when the caller
+    has just listed them; otherwise the file system is asked run by run.
+    """
+    folder = ResultsFolder(Path(results_dir))
+    missing = []
+    for cell in scenario.cells:
+        for rep in range(1, scenario.repetitions + 1):
+            relative = _relative_run_folder(cell.slug, rep)
+            if present is not None:
+                found = relative in present
+            else:
+                found = folder.run(cell.slug, rep).measures.exists()
+            if not found:
+                missing.append(MissingRun(cell.name, rep, relative))
+    return missing

@@ -1,0 +1,142 @@
+"""What a loaded scenario is: its agent, etalon, bricks, validators and cells."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentab.errors import ScenarioError, problem
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    harness: str
+    version: str
+    provider: str
+    model: str
+    thinking: str
+    timeout_s: float
+
+    def as_dict(self) -> dict:
+        return {
+            "harness": self.harness,
+            "version": self.version,
+            "provider": self.provider,
+            "model": self.model,
+            "thinking": self.thinking,
+            "timeout_s": self.timeout_s,
+        }
+
+
+@dataclass(frozen=True)
+class Etalon:
+    repo: str  # as written in the scenario
+    tag: str
+    location: str  # absolute path or URL
+
+
+@dataclass(frozen=True)
+class Brick:
+    kind: str
+    rel: str
+    path: Path
+    sha256: str
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "rel": self.rel, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class ValidatorSpec:
+    name: str
+    mode: str
+    options: dict
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "mode": self.mode, **self.options}
+
+
+@dataclass(frozen=True)
+class Cell:
+    name: str
+    slug: str
+    is_baseline: bool
+    is_variant: bool
+    delta: dict[str, str]
+    settings: dict  # the merged delta as written (relative brick paths, scalars)
+    agent: AgentConfig
+    prompt: str
+    bricks: list[Brick]
+
+    def run_config(self) -> dict:
+        """What decides this cell's agent runs: a change here, and only here, reruns them."""
+        return {
+            "agent": self.agent.as_dict(),
+            "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest(),
+            "bricks": [brick.as_dict() for brick in self.bricks],
+        }
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "slug": self.slug,
+            "baseline": self.is_baseline,
+            "variant": self.is_variant,
+            "delta": self.delta,
+            "settings": self.settings,
+            "agent": self.agent.as_dict(),
+            "bricks": [brick.as_dict() for brick in self.bricks],
+        }
+
+
+@dataclass
+class Scenario:
+    path: Path
+    name: str
+    question: str
+    etalon: Etalon
+    agent: AgentConfig
+    repetitions: int
+    reference: str
+    metrics: list[str]
+    cells: list[Cell]
+    validators: dict[str, ValidatorSpec]
+    raw: dict = field(repr=False)
+
+    @property
+    def dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def run_count(self) -> int:
+        return len(self.cells) * self.repetitions
+
+    def cell(self, name_or_slug: str) -> Cell:
+        for cell in self.cells:
+            if name_or_slug in (cell.name, cell.slug):
+                return cell
+        known = [cell.slug for cell in self.cells]
+        raise ScenarioError(
+            problem(
+                self.path,
+                "cells",
+                f"no cell named {name_or_slug!r}",
+                f"use one of: {', '.join(known)}",
+            )
+        )
+
+    def as_dict(self) -> dict:
+        return {
+            "scenario": self.name,
+            "file": str(self.path),
+            "question": self.question,
+            "etalon": {"repo": self.etalon.repo, "tag": self.etalon.tag},
+            "agent": self.agent.as_dict(),
+            "repetitions": self.repetitions,
+            "reference": self.reference,
+            "metrics": self.metrics,
+            "cells": [cell.as_dict() for cell in self.cells],
+            "runs": self.run_count,
+            "validators": {name: spec.as_dict() for name, spec in self.validators.items()},
+        }

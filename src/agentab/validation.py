@@ -1,0 +1,105 @@
+"""One validator on one run: its own checkout of etalon + patch, in a folder of its own.
+
+The validator never sees the clone the agent worked in (editing a validator must not rerun an
+agent run), nor another validator's output, nor anything that names the cell: its folder has a
+random name per attempt, under the workflow's work folder, and its context, transcript and patch
+are its own copies (DESIGN §3). A run whose agent run failed is not scored.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentab.etalon import checkout_with_patch
+from agentab.files import write_json
+from agentab.process import end_stale_twin
+from agentab.validators import JudgeSettings, invalid_output, prepare_job
+from agentab.validators.context import build_context
+
+
+@dataclass(frozen=True)
+class ValidationFiles:
+    """What the workflow rule hands the validate step."""
+
+    record: Path
+    transcript: Path
+    patch: Path
+    output: Path
+    audit: Path
+    lock: Path
+    secret: Path
+
+
+def results_secret(path: Path) -> str:
+    """The results folder's secret, made on first use (opaque ids are keyed on it)."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{secrets.token_hex(4)}.partial")
+        partial.write_text(secrets.token_hex(16) + "\n")
+        try:
+            partial.rename(path) if not path.exists() else partial.unlink()
+        except OSError:
+            partial.unlink(missing_ok=True)
+    return path.read_text().strip()
+
+
+def validate_run(
+    scenario,
+    cell,
+    spec,
+    files: ValidationFiles,
+    *,
+    work_root: Path,
+    mirrors_dir: Path,
+    settings: JudgeSettings,
+) -> dict:
+    """Score one run with one validator; write its output (ok, or invalid with the reason)."""
+    # A validator left running by a killed workflow is ended before this attempt starts.
+    end_stale_twin(files.lock)
+    record = json.loads(files.record.read_text(encoding="utf-8"))
+    if (record.get("outcome") or {}).get("status") == "failed":
+        output = invalid_output(spec.name, spec.mode, "not scored: the agent's run failed")
+        write_json(output, files.output)
+        return output
+    context = build_context(
+        record, files.patch.read_bytes(), cell.prompt, results_secret(files.secret)
+    )
+    scratch = work_root.absolute() / secrets.token_hex(10)
+    location, tag = scenario.etalon.location, scenario.etalon.tag
+    try:
+        job = prepare_job(
+            spec,
+            scenario_dir=scenario.dir,
+            context=context,
+            files={"transcript": files.transcript, "patch": files.patch},
+            scratch_dir=scratch,
+            audit_dir=files.audit,
+            checkout=lambda workdir, patch: checkout_with_patch(
+                location, tag, patch, workdir, mirrors_dir.absolute()
+            ),
+            settings=settings,
+            lock_path=files.lock,
+        )
+        output = run_validator(job)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if files.audit.exists() and not any(files.audit.iterdir()):
+        files.audit.rmdir()
+    write_json(output, files.output)
+    return output
+
+
+def run_validator(job) -> dict:
+    if job.spec.mode == "script":
+        from agentab.validators.script import run_script
+
+        return run_script(job)
+    if job.spec.mode == "judge":
+        from agentab.validators.judge import run_judge
+
+        return run_judge(job)
+    raise ValueError(f"mode {job.spec.mode} has no per-run job")
