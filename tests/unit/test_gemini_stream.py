@@ -224,3 +224,36 @@ def test_another_provider_is_refused(tmp_path):
 
     with pytest.raises(AgentabError, match="agent.provider"):
         gemini.prepare(replace(spec, provider="anthropic"), INSTALLATION)
+
+
+@pytest.mark.parametrize(
+    "message, exit_code, status, fault",
+    [
+        ("[API Error: offline model: unavailable]", 247, 503, True),
+        (
+            "[API Error: offline model: rate limited]\nPlease wait and try again later.",
+            173,
+            429,
+            True,
+        ),
+        ("[API Error: too large]", 157, 413, False),
+    ],
+)
+def test_without_a_code_in_the_message_the_exit_code_gives_the_status(
+    message, exit_code, status, fault
+):
+    # Measured: Gemini CLI prints no code for a 429 or a 503, and exits with status mod 256.
+    facts = StreamFacts(stop_reason="error", settled=True, errors=[message])
+    if fault:
+        with pytest.raises(HarnessFault, match=str(status)):
+            gemini.classify(facts, exit_code, False)
+    else:
+        assert gemini.classify(facts, exit_code, False).status == "failed"
+    assert facts.error_status == status
+
+
+def test_an_exit_code_that_is_no_http_status_stays_unknown():
+    from agentab.harnesses.gemini import status_from_exit_code
+
+    assert status_from_exit_code(144) == 400 and status_from_exit_code(17) == 529
+    assert status_from_exit_code(100) is None and status_from_exit_code(None) is None

@@ -347,13 +347,19 @@ def copy_folder(source: Path, target: Path, files: dict) -> None:
 # ---------------------------------------------------------------------------- the stream
 
 API_STATUS = re.compile(r'"code"\s*:\s*(\d{3})|\bstatus[ :]+(\d{3})\b')
+API_ERROR = "[API Error"  # how Gemini CLI opens the message of an error the provider answered
 NETWORK_ERRORS = ("fetch failed", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "socket hang up")
 
 
 def classify_error(facts: StreamFacts, exit_code: int | None) -> Outcome:
     """A `result.status: "error"`: a transient provider error or a network error is a fault, a
-    request the provider refused as invalid (4xx) is the run's own outcome."""
+    request the provider refused as invalid (4xx) is the run's own outcome. The status is read
+    from the message when it holds the provider's error body (400), else from the exit code
+    (429, 5xx: Gemini CLI exits with the HTTP status modulo 256); it is kept in the facts."""
     message = facts.errors[-1] if facts.errors else ""
+    if facts.error_status is None and message.startswith(API_ERROR):
+        # 429 and 5xx messages carry no code; the exit code is the status modulo 256.
+        facts.error_status = status_from_exit_code(exit_code)
     status = facts.error_status
     if status in (401, 403):
         raise HarnessFault(f"the provider refused the credentials (HTTP {status}): {message}")
@@ -362,6 +368,14 @@ def classify_error(facts: StreamFacts, exit_code: int | None) -> Outcome:
     if status is None and any(marker in message for marker in NETWORK_ERRORS):
         raise HarnessFault(f"network error: {message}")
     return Outcome("failed", f"agent-error: {message}")
+
+
+def status_from_exit_code(exit_code: int | None) -> int | None:
+    """The HTTP error status (400-599) whose value modulo 256 is the exit code: one at most."""
+    if exit_code is None or not 0 <= exit_code <= 255:
+        return None
+    found = [s for s in (exit_code + 256, exit_code + 512) if 400 <= s <= 599]
+    return found[0] if found else None
 
 
 def stream_events(path: Path):
