@@ -257,3 +257,11 @@ def test_an_exit_code_that_is_no_http_status_stays_unknown():
 
     assert status_from_exit_code(144) == 400 and status_from_exit_code(17) == 529
     assert status_from_exit_code(100) is None and status_from_exit_code(None) is None
+
+
+def test_a_prompt_that_gemini_cli_would_run_as_a_slash_command_is_refused(tmp_path):
+    from dataclasses import replace
+
+    spec = replace(make_spec(tmp_path), prompt="  /fix the bug")
+    with pytest.raises(AgentabError, match="task.prompt"):
+        gemini.prepare(spec, INSTALLATION)

@@ -24,7 +24,8 @@ else):
   pi's `-na`), while the run is trusted for its tools. What a trusted folder still reads from
   the etalon is handled one by one: project agents need an acknowledgement a fresh home never
   holds; workspace policies are switched off in 0.61; workspace extensions do not exist (only
-  `~/.gemini/extensions`); `.gemini/commands` are slash commands, never sent; and a context file
+  `~/.gemini/extensions`); `.gemini/commands` run only for a prompt that starts with "/", which
+  `prepare` refuses; and a context file
   of the etalon (`GEMINI.md`, which Gemini CLI always adds to the configured names and loads from
   the working directory, or from a sub-directory the agent touches) cannot be switched off at
   all: `prepare` refuses such an etalon rather than let it reach the model.
@@ -98,6 +99,7 @@ class GeminiHarness(NpmHarness):
 
     def prepare(self, spec: RunSpec, installation) -> Invocation:
         check_provider(spec.provider)
+        check_prompt(spec.prompt)
         thinking = thinking_config(spec.thinking, spec.model)
         refuse_etalon_context_files(spec.clone, spec.bricks)
         home, tmp = spec.scratch / "home", spec.scratch / "tmp"
@@ -180,6 +182,21 @@ def check_provider(provider: str) -> None:
                 "agent.provider",
                 f"Gemini CLI speaks the Gemini API only; it cannot use provider {provider!r}",
                 f"use one of: {', '.join(PROVIDERS)}",
+            )
+        )
+
+
+def check_prompt(prompt: str) -> None:
+    """Headless Gemini CLI runs a prompt that starts with "/" as a slash command, the etalon's
+    `.gemini/commands` included (measured): such a prompt would send the etalon's text."""
+    if prompt.lstrip().startswith("/"):
+        raise AgentabError(
+            problem(
+                "scenario",
+                "task.prompt",
+                "the prompt starts with '/', which Gemini CLI runs as a slash command (the "
+                "etalon's .gemini/commands included) instead of sending it",
+                "start the prompt with a word; put the command's text in the prompt itself",
             )
         )
 
