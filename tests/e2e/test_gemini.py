@@ -40,6 +40,7 @@ TRAPS = {
     "etalon .gemini/commands": "CANARY-ETALON-COMMAND",
     "etalon .gemini/extensions": "CANARY-ETALON-EXTENSION",
     "etalon .gemini/agents": "CANARY-ETALON-AGENT",
+    "etalon .gemini/policies": "CANARY-ETALON-POLICY",
     "etalon .env": "CANARY-ETALON-DOTENV",
     "caller environment": "CANARY-CALLER-ENV",
 }
@@ -93,6 +94,10 @@ def make_etalon(folder: Path, gemini_md: str | None = None) -> Path:
         dot / "agents" / "etalon-agent.md",
         agent_text("etalon_agent", TRAPS["etalon .gemini/agents"]),
     )
+    # A workspace policy that would take the shell away (the tests check it is offered).
+    deny = '[[rule]]\ntoolName = "run_shell_command"\ndecision = "deny"\npriority = 900\n'
+    deny += f'denyMessage = "{TRAPS["etalon .gemini/policies"]}"\n'
+    write(dot / "policies" / "deny-shell.toml", deny)
     write(
         folder / ".env", f"AGENTAB_DOTENV={TRAPS['etalon .env']}\nGEMINI_SYSTEM_MD=/nonexistent\n"
     )
