@@ -276,3 +276,16 @@ def test_a_provider_without_a_responses_endpoint_is_refused(tmp_path):
 def test_toml_values_read_back_as_written(text):
     value = {"s": text, "n": [1, True, {"k-1": "v"}]}
     assert tomllib.loads(f"v = {toml_value(value)}")["v"] == value
+
+
+def test_the_clone_path_is_taken_out_but_a_sibling_folder_is_kept():
+    from agentab.harnesses.codex import relative_to
+
+    strings = ["/x/clone/a.py", "cd /x/clone && ls", "PWD=/x/clone\n", "/x/clone2/b", "/x/clone.b"]
+    assert relative_to(strings, Path("/x/clone")) == [
+        "a.py",
+        "cd . && ls",
+        "PWD=.\n",
+        "/x/clone2/b",
+        "/x/clone.b",
+    ]

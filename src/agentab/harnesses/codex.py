@@ -501,7 +501,9 @@ def relative_to(value, clone: Path | None):
     if clone is None:
         return value
     if isinstance(value, str):
-        return value.replace(f"{clone}/", "").replace(str(clone), ".")
+        # "<clone>/a.py" -> "a.py", "<clone>" -> "."; "<clone>2" is another folder, kept.
+        pattern = re.escape(str(clone)) + r"(/|(?![\w.-]))"
+        return re.sub(pattern, lambda m: "" if m.group(1) else ".", value)
     if isinstance(value, list):
         return [relative_to(v, clone) for v in value]
     if isinstance(value, dict):
