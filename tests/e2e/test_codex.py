@@ -7,6 +7,8 @@ process whose HOME and environment carry traps, and reads what reached the model
 """
 
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -304,3 +306,46 @@ def test_a_server_that_keeps_failing_is_a_fault_not_a_hang(world):
     assert "high demand" in done.stderr and "Traceback" not in done.stderr
     assert not (out / "run.json").exists()
     assert len(requests_of(out)) > 1  # Codex retried before it gave up
+
+
+def make_demo_project(root: Path, repetitions: int) -> Path:
+    """The workflow and scenarios/demo-codex, laid out as a user's project, fewer repetitions."""
+    from tests.e2e.workflow import WORKFLOW_FILES
+
+    root.mkdir(parents=True)
+    for name in WORKFLOW_FILES:
+        source = REPO / name
+        copy = shutil.copytree if source.is_dir() else shutil.copy2
+        copy(source, root / name)
+    shutil.copytree(REPO / "scenarios" / "demo-codex", root / "demo-codex")
+    scenario = root / "demo-codex" / "scenario.toml"
+    text = scenario.read_text()
+    scenario.write_text(re.sub(r"(?m)^repetitions = \d+", f"repetitions = {repetitions}", text))
+    (root / "config" / "config.yaml").write_text(
+        "scenarios:\n  - demo-codex/scenario.toml\nresults: results\nstate: .agentab\n"
+        f"harnesses: {HARNESSES_DIR}\n"
+    )
+    return root
+
+
+def test_the_demo_matrix_runs_on_codex_and_each_cell_gets_its_treatment(
+    tmp_path, codex_installation
+):
+    from tests.e2e.workflow import snakemake
+
+    project = make_demo_project(tmp_path / "project", repetitions=2)
+    result = snakemake(project)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    runs = project / "results" / "demo-codex" / "runs"
+    expected = {"nothing-off": ("none", False), "nothing-high": ("high", False)}
+    expected |= {"rule-off": ("none", True), "rule-high": ("high", True)}
+    for cell, (effort, rule) in expected.items():
+        for rep in ("r01", "r02"):
+            measures = json.loads((runs / cell / rep / "measures.json").read_text())
+            assert measures["status"] == "valid", measures["problems"]
+            assert measures["provenance"]["harness"] == "codex"
+            bodies = [r["body"] for r in requests_of(runs / cell / rep)]
+            assert {b["reasoning"]["effort"] for b in bodies} == {effort}
+            delivered = {"always run the test suite" in developer_text(b) for b in bodies}
+            assert delivered == {rule}
+    assert "ran_tests" in (project / "results" / "demo-codex" / "synthesis.md").read_text()
