@@ -289,3 +289,12 @@ def test_the_clone_path_is_taken_out_but_a_sibling_folder_is_kept():
         "/x/clone2/b",
         "/x/clone.b",
     ]
+
+
+def test_a_brick_that_is_not_text_is_refused_by_name(tmp_path):
+    skill = tmp_path / "img-skill"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: img-skill\ndescription: d\n---\n")
+    (skill / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    with pytest.raises(AgentabError, match="logo.png"):
+        codex.prepare(spec(tmp_path, bricks=[brick("skills", skill)]), installation(tmp_path))

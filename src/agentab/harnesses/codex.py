@@ -267,19 +267,33 @@ def project_skills(clone: Path) -> list[Path]:
 def pass_brick(brick, codex_home: Path, files: dict, config: dict, instructions: list) -> str:
     path = Path(brick.path).absolute()
     if brick.kind == "context_files":
-        instructions.append(path.read_text().strip())
+        instructions.append(brick_text(brick, path).strip())
         return f"developer_instructions (the text of {path})"
     if brick.kind == "skills":
         folder = path if path.is_dir() else path.parent
         target = codex_home / "skills" / folder.name
         for source in sorted(p for p in folder.rglob("*") if p.is_file()):
-            files[target / source.relative_to(folder)] = source.read_text()
+            files[target / source.relative_to(folder)] = brick_text(brick, source)
         return f"copied to <CODEX_HOME>/skills/{folder.name}"
     if brick.kind == "agents" and path.suffix == ".toml":
         role = re.sub(r"[^A-Za-z0-9_-]+", "_", path.stem)
         config[f"agents.{role}"] = toml_value({"config_file": str(path)})
         return f"agents.{role}.config_file = {path}"
     raise AgentabError(problem("scenario", brick.kind, *REFUSED.get(brick.kind, UNKNOWN_KIND)))
+
+
+def brick_text(brick, path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise AgentabError(
+            problem(
+                path,
+                brick.kind,
+                "not UTF-8 text: a Codex brick is passed as text (instructions, a skill's files)",
+                "save it as UTF-8, or leave binary files out of the skill folder",
+            )
+        ) from None
 
 
 # Brick kinds (or forms) Codex cannot take by explicit path: (what, fix).
