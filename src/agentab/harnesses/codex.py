@@ -136,17 +136,8 @@ class CodexHarness(NpmHarness):
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         files = {codex_home / ".keep": "", home / ".keep": "", tmp / ".keep": ""}
-        config = dict(ISOLATION_CONFIG)
-        config.update(provider_config(spec, env))
+        config = run_config(spec, env, effort)
         key_variable = provider_key_variable(spec.provider) if spec.api_key else None
-        if key_variable:
-            # Codex hands its whole environment to the commands it runs: the key stays with Codex.
-            config["shell_environment_policy.exclude"] = toml_value([key_variable])
-        config["model_reasoning_effort"] = toml_value(effort)
-        found_skills = project_skills(spec.clone)
-        if found_skills:
-            disabled = [{"path": str(path), "enabled": False} for path in found_skills]
-            config["skills.config"] = toml_value(disabled)
         passed_as = {}
         instructions = []
         for brick in spec.bricks:
@@ -191,6 +182,23 @@ class CodexHarness(NpmHarness):
         if facts.stop_reason != "completed":
             raise HarnessFault("codex ended without finishing its turn (see agent-stderr.log)")
         return Outcome("completed")
+
+
+def run_config(spec: RunSpec, env: dict[str, str], effort: str) -> dict[str, str]:
+    """The `-c` settings of a run before its bricks: isolation, provider, thinking, and the
+    clone's own skills switched off."""
+    config = dict(ISOLATION_CONFIG)
+    config.update(provider_config(spec, env))
+    if spec.api_key:
+        # Codex hands its whole environment to the commands it runs: the key stays with Codex.
+        key_variable = provider_key_variable(spec.provider)
+        config["shell_environment_policy.exclude"] = toml_value([key_variable])
+    config["model_reasoning_effort"] = toml_value(effort)
+    found_skills = project_skills(spec.clone)
+    if found_skills:
+        disabled = [{"path": str(path), "enabled": False} for path in found_skills]
+        config["skills.config"] = toml_value(disabled)
+    return config
 
 
 def native_binary(root: Path) -> Path:
