@@ -298,3 +298,14 @@ def test_a_brick_that_is_not_text_is_refused_by_name(tmp_path):
     (skill / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
     with pytest.raises(AgentabError, match="logo.png"):
         codex.prepare(spec(tmp_path, bricks=[brick("skills", skill)]), installation(tmp_path))
+
+
+def test_which_bricks_codex_refuses_is_known_without_a_run():
+    from agentab.harnesses.codex import brick_refusal
+
+    assert brick_refusal("context_files", Path("rule.md")) is None
+    assert brick_refusal("skills", Path("bricks/my-skill")) is None
+    assert brick_refusal("agents", Path("reviewer.toml")) is None
+    assert "TOML" in brick_refusal("agents", Path("reviewer.md"))[0]
+    assert "extension" in brick_refusal("extensions", Path("guard.ts"))[0]
+    assert brick_refusal("themes", Path("x")) is not None

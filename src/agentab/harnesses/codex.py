@@ -272,8 +272,19 @@ def project_skills(clone: Path) -> list[Path]:
     return found
 
 
+def brick_refusal(kind: str, path: Path) -> tuple[str, str] | None:
+    """(why, fix) when Codex cannot take this brick by explicit path, else None: what a
+    scenario check can say before anything runs."""
+    if kind in ("context_files", "skills") or (kind == "agents" and Path(path).suffix == ".toml"):
+        return None
+    return REFUSED.get(kind, UNKNOWN_KIND)
+
+
 def pass_brick(brick, codex_home: Path, files: dict, config: dict, instructions: list) -> str:
     path = Path(brick.path).absolute()
+    refusal = brick_refusal(brick.kind, path)
+    if refusal:
+        raise AgentabError(problem("scenario", brick.kind, *refusal))
     if brick.kind == "context_files":
         instructions.append(brick_text(brick, path).strip())
         return f"developer_instructions (the text of {path})"
@@ -283,11 +294,9 @@ def pass_brick(brick, codex_home: Path, files: dict, config: dict, instructions:
         for source in sorted(p for p in folder.rglob("*") if p.is_file()):
             files[target / source.relative_to(folder)] = brick_text(brick, source)
         return f"copied to <CODEX_HOME>/skills/{folder.name}"
-    if brick.kind == "agents" and path.suffix == ".toml":
-        role = re.sub(r"[^A-Za-z0-9_-]+", "_", path.stem)
-        config[f"agents.{role}"] = toml_value({"config_file": str(path)})
-        return f"agents.{role}.config_file = {path}"
-    raise AgentabError(problem("scenario", brick.kind, *REFUSED.get(brick.kind, UNKNOWN_KIND)))
+    role = re.sub(r"[^A-Za-z0-9_-]+", "_", path.stem)  # an agent, as brick_refusal allows
+    config[f"agents.{role}"] = toml_value({"config_file": str(path)})
+    return f"agents.{role}.config_file = {path}"
 
 
 def brick_text(brick, path: Path) -> str:
