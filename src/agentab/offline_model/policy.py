@@ -83,6 +83,9 @@ class Conversation:
     assistant_turns: int = 0
     thinking: str | None = None  # the level as sent, None when the request asks for none
     forced_tool: str | None = None
+    # What the tools returned so far, oldest first: a toolset whose edit tool needs whole lines
+    # (Codex's patch format) finds them in the file as the agent read it.
+    tool_outputs: tuple[str, ...] = ()
 
 
 class Policy:

@@ -1,0 +1,545 @@
+"""The Codex CLI adapter (`@openai/codex`, 0.171), run as `codex exec --json`.
+
+The npm package's `codex` command is a small Node.js script that picks the platform package npm
+installed beside it (`@openai/codex-linux-x64`, an alias of `@openai/codex@<version>-linux-x64`)
+and replaces itself with that package's static binary. agentab starts the binary directly.
+
+Isolation, and why (each line is a way a cell could silently measure something else):
+
+- A constructed environment: PATH is Node's folder and the system's; HOME, TMPDIR and
+  CODEX_HOME point into the run's private scratch dir (Codex reads its config, AGENTS.md and
+  skills from CODEX_HOME, and skills from `~/.agents/skills`).
+- `--ignore-user-config` (no `$CODEX_HOME/config.toml`), `--ignore-rules` (no execpolicy
+  `.rules`), `--ephemeral` (no session files), `--strict-config` (a misspelled key of ours is
+  an error, never a setting silently ignored).
+- `project_doc_max_bytes=0`: Codex reads AGENTS.md (AGENTS.override.md first) in every folder
+  from the git root to the cwd; the clone is a git root.
+- Skills: the bundled ones are switched off (`skills.bundled.enabled=false`); every SKILL.md of
+  the clone's `.agents/skills` and `.codex/skills` (Codex loads both, trusted or not) is
+  disabled by path (`skills.config`). Plugins and apps off.
+- An untrusted project's `.codex/config.toml` stays unread (Codex skips project config of a
+  project the user config does not trust, and the user config is ignored).
+- Analytics, feedback and update checks off; history not persisted.
+- `--disable unbounded_connection_retries`: otherwise an unreachable server is retried forever.
+- Sandbox `workspace-write` with `approval_policy="never"`: the agent edits files and runs
+  commands in its cwd; nothing waits for an approval (standard input is closed).
+
+Bricks, by explicit path:
+- context files: their text as `developer_instructions` (a developer message of every request);
+- skills: the skill folder copied to `$CODEX_HOME/skills/<name>/` in the run's scratch (Codex
+  has no flag that loads a skill by path; `skills.config` only switches found ones on and off);
+- agents: a Codex role file (TOML) as `agents.<name>.config_file`;
+- extensions: refused (Codex loads no code by path).
+
+Thinking: `model_reasoning_effort`, sent as the request's `reasoning.effort`; `off` is "none".
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import shlex
+from pathlib import Path
+
+from agentab.errors import AgentabError, problem
+from agentab.harnesses.base import (
+    HarnessFault,
+    Installation,
+    Invocation,
+    Outcome,
+    RunSpec,
+    StreamFacts,
+    transcript_call,
+    transcript_message,
+    transcript_result,
+)
+from agentab.harnesses.npm import NpmHarness, base_path, package_dir
+
+# agentab's thinking levels -> Codex's model_reasoning_effort. "max" has no Responses value.
+REASONING_EFFORT = {
+    "off": "none",
+    "minimal": "minimal",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "xhigh",
+}
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+# The platform packages `bin/codex.js` chooses from, by (system, machine).
+PLATFORM_TARGETS = {
+    ("Linux", "x86_64"): ("@openai/codex-linux-x64", "x86_64-unknown-linux-musl"),
+    ("Linux", "aarch64"): ("@openai/codex-linux-arm64", "aarch64-unknown-linux-musl"),
+    ("Darwin", "x86_64"): ("@openai/codex-darwin-x64", "x86_64-apple-darwin"),
+    ("Darwin", "arm64"): ("@openai/codex-darwin-arm64", "aarch64-apple-darwin"),
+}
+# The Responses endpoints of the providers Codex can be pointed at without a recording proxy.
+PROVIDER_BASE_URLS = {"openai": "https://api.openai.com/v1"}
+OFFLINE_PROVIDER = "offline"
+# Settings every run gets: discovery, telemetry and persistence off (see the module docstring).
+ISOLATION_FLAGS = [
+    "--ephemeral",
+    "--skip-git-repo-check",
+    "--ignore-user-config",
+    "--ignore-rules",
+    "--strict-config",
+    "--color",
+    "never",
+    "--sandbox",
+    "workspace-write",
+    "--disable",
+    "unbounded_connection_retries",
+    "--disable",
+    "plugins",
+    "--disable",
+    "apps",
+]
+ISOLATION_CONFIG = {
+    "approval_policy": '"never"',
+    "project_doc_max_bytes": "0",
+    "skills.bundled.enabled": "false",
+    "analytics.enabled": "false",
+    "feedback.enabled": "false",
+    "check_for_update_on_startup": "false",
+    "history.persistence": '"none"',
+}
+
+
+class CodexHarness(NpmHarness):
+    name = "codex"
+    package = "@openai/codex"
+    bin_name = "codex"
+
+    def __init__(self) -> None:
+        self.clone: Path | None = None  # the last prepared run's cwd, made relative in transcripts
+
+    def command(self, installation: Installation) -> list[str]:
+        return [str(native_binary(installation.root))]
+
+    def parse_version(self, output: str) -> str:
+        # `codex --version` prints "codex-cli 0.171.0"
+        words = output.strip().split()
+        return words[-1] if words else ""
+
+    # ------------------------------------------------------------------------ one run
+
+    def prepare(self, spec: RunSpec, installation) -> Invocation:
+        effort = reasoning_effort(spec.thinking)
+        codex_home, home, tmp = (spec.scratch / name for name in ("codex-home", "home", "tmp"))
+        env = {
+            "PATH": base_path(),
+            "HOME": str(home),
+            "TMPDIR": str(tmp),
+            "CODEX_HOME": str(codex_home),
+            "LC_ALL": "C.UTF-8",
+            # Tests the agent runs must not leave bytecode that result.patch would count as work.
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        files = {codex_home / ".keep": "", home / ".keep": "", tmp / ".keep": ""}
+        config = run_config(spec, env, effort)
+        key_variable = provider_key_variable(spec.provider) if spec.api_key else None
+        passed_as = {}
+        instructions = []
+        for brick in spec.bricks:
+            passed_as[brick.rel] = pass_brick(brick, codex_home, files, config, instructions)
+        if instructions:
+            config["developer_instructions"] = toml_value("\n\n".join(instructions))
+        argv = [*self.command(installation), "exec", "--json", *ISOLATION_FLAGS]
+        for key, value in config.items():
+            argv += ["-c", f"{key}={value}"]
+        argv += ["--model", spec.model, "--", spec.prompt]
+        self.clone = Path(spec.clone)
+        return Invocation(
+            argv=argv,
+            env=env,
+            cwd=spec.clone,
+            files=files,
+            passed_as=passed_as,
+            secret_env=frozenset({key_variable} if key_variable else ()),
+        )
+
+    def read_stream(self, path: Path) -> StreamFacts:
+        return read_codex_stream(Path(path))
+
+    def transcript(self, path: Path) -> list[dict]:
+        return codex_transcript(Path(path), self.clone)
+
+    def sent_thinking(self, level: str, model: str) -> str | None:
+        # The wire module reads reasoning.effort; "none" (what "off" sends) asks for no reasoning.
+        effort = REASONING_EFFORT.get(level, level)
+        return None if effort == "none" else effort
+
+    def classify(self, facts: StreamFacts, exit_code: int | None, timed_out: bool) -> Outcome:
+        if timed_out:
+            return Outcome("failed", "timeout")
+        if facts.stop_reason == "failed":
+            error = facts.errors[-1] if facts.errors else ""
+            if is_fault(facts):
+                raise HarnessFault(f"codex could not do the run: {error}")
+            return Outcome("failed", f"agent-error: {error}")
+        if exit_code != 0:
+            raise HarnessFault(f"codex exited with code {exit_code}: {'; '.join(facts.errors)}")
+        if facts.stop_reason != "completed":
+            raise HarnessFault("codex ended without finishing its turn (see agent-stderr.log)")
+        return Outcome("completed")
+
+
+def run_config(spec: RunSpec, env: dict[str, str], effort: str) -> dict[str, str]:
+    """The `-c` settings of a run before its bricks: isolation, provider, thinking, and the
+    clone's own skills switched off."""
+    config = dict(ISOLATION_CONFIG)
+    config.update(provider_config(spec, env))
+    if spec.api_key:
+        # Codex hands its whole environment to the commands it runs: the key stays with Codex.
+        key_variable = provider_key_variable(spec.provider)
+        config["shell_environment_policy.exclude"] = toml_value([key_variable])
+    config["model_reasoning_effort"] = toml_value(effort)
+    found_skills = project_skills(spec.clone)
+    if found_skills:
+        disabled = [{"path": str(path), "enabled": False} for path in found_skills]
+        config["skills.config"] = toml_value(disabled)
+    return config
+
+
+def native_binary(root: Path) -> Path:
+    """The static binary of the platform package npm installed beside `@openai/codex`."""
+    target = PLATFORM_TARGETS.get((platform.system(), platform.machine()))
+    if target is None:
+        raise HarnessFault(f"Codex CLI has no binary for {platform.system()} {platform.machine()}")
+    package, triple = target
+    binary = package_dir(root, package) / "vendor" / triple / "bin" / "codex"
+    if not binary.is_file():
+        raise HarnessFault(f"{binary} is missing (npm did not install {package}); delete {root}")
+    return binary
+
+
+def reasoning_effort(level: str) -> str:
+    if level not in REASONING_EFFORT:
+        known = ", ".join(REASONING_EFFORT)
+        reason = (
+            "the Responses API has no reasoning effort above xhigh"
+            if level == "max"
+            else f"agentab's levels are {', '.join(THINKING_LEVELS)}"
+        )
+        raise AgentabError(
+            problem(
+                "scenario",
+                "agent.thinking",
+                f"Codex cannot be given thinking level {level!r}: {reason}",
+                f"use one of: {known}",
+            )
+        )
+    return REASONING_EFFORT[level]
+
+
+def provider_config(spec: RunSpec, env: dict[str, str]) -> dict[str, str]:
+    """The model provider settings: the offline model, or a provider's Responses endpoint (the
+    run's recording proxy when there is one), with its key in the constructed environment."""
+    base_url = f"{spec.model_base_url}/v1" if spec.model_base_url else None
+    if spec.provider == OFFLINE_PROVIDER and not base_url:
+        raise HarnessFault("provider offline needs the URL of its offline model server")
+    base_url = base_url or PROVIDER_BASE_URLS.get(spec.provider)
+    if base_url is None:
+        raise AgentabError(
+            problem(
+                "scenario",
+                "agent.provider",
+                f"Codex speaks only the OpenAI Responses API; agentab knows no Responses "
+                f"endpoint for provider {spec.provider!r}",
+                f"use one of: {', '.join([OFFLINE_PROVIDER, *PROVIDER_BASE_URLS])}",
+            )
+        )
+    provider = {"name": spec.provider, "base_url": base_url, "wire_api": "responses"}
+    if spec.api_key:
+        provider["env_key"] = provider_key_variable(spec.provider)
+        env[provider["env_key"]] = spec.api_key
+    name = "agentab"
+    return {"model_provider": toml_value(name), f"model_providers.{name}": toml_value(provider)}
+
+
+def provider_key_variable(provider: str) -> str:
+    return f"{provider.upper().replace('-', '_')}_API_KEY"
+
+
+def project_skills(clone: Path) -> list[Path]:
+    """Every SKILL.md Codex 0.171 would load from the project: `.agents/skills` and
+    `.codex/skills` of each folder from the git root to the cwd (here: the clone itself)."""
+    found = []
+    for folder in (".agents/skills", ".codex/skills"):
+        root = Path(clone) / folder
+        if root.is_dir():
+            found += sorted(p.absolute() for p in root.rglob("SKILL.md") if p.is_file())
+    return found
+
+
+def brick_refusal(kind: str, path: Path) -> tuple[str, str] | None:
+    """(why, fix) when Codex cannot take this brick by explicit path, else None: what a
+    scenario check can say before anything runs."""
+    if kind in ("context_files", "skills") or (kind == "agents" and Path(path).suffix == ".toml"):
+        return None
+    return REFUSED.get(kind, UNKNOWN_KIND)
+
+
+def pass_brick(brick, codex_home: Path, files: dict, config: dict, instructions: list) -> str:
+    path = Path(brick.path).absolute()
+    refusal = brick_refusal(brick.kind, path)
+    if refusal:
+        raise AgentabError(problem("scenario", brick.kind, *refusal))
+    if brick.kind == "context_files":
+        instructions.append(brick_text(brick, path).strip())
+        return f"developer_instructions (the text of {path})"
+    if brick.kind == "skills":
+        folder = path if path.is_dir() else path.parent
+        target = codex_home / "skills" / folder.name
+        for source in sorted(p for p in folder.rglob("*") if p.is_file()):
+            files[target / source.relative_to(folder)] = brick_text(brick, source)
+        return f"copied to <CODEX_HOME>/skills/{folder.name}"
+    role = re.sub(r"[^A-Za-z0-9_-]+", "_", path.stem)  # an agent, as brick_refusal allows
+    config[f"agents.{role}"] = toml_value({"config_file": str(path)})
+    return f"agents.{role}.config_file = {path}"
+
+
+def brick_text(brick, path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise AgentabError(
+            problem(
+                path,
+                brick.kind,
+                "not UTF-8 text: a Codex brick is passed as text (instructions, a skill's files)",
+                "save it as UTF-8, or leave binary files out of the skill folder",
+            )
+        ) from None
+
+
+# Brick kinds (or forms) Codex cannot take by explicit path: (what, fix).
+REFUSED = {
+    "extensions": (
+        "Codex CLI loads no extension by path (its plugins are installed and discovered, and "
+        "are switched off for isolation)",
+        "remove the extension from this scenario's Codex cells",
+    ),
+    "agents": (
+        "Codex CLI takes an agent definition as a role file in TOML (description, "
+        "developer_instructions, …) through agents.<name>.config_file",
+        "give the agent brick as a .toml Codex role file",
+    ),
+}
+UNKNOWN_KIND = ("Codex CLI cannot take this kind of brick", "use context_files, skills or agents")
+
+
+def toml_value(value) -> str:
+    """A TOML value (a `-c key=value` right-hand side): strings, booleans, lists, inline tables."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return toml_string(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        pairs = ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items())
+        return "{" + pairs + "}"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+def toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else toml_string(key)
+
+
+def toml_string(text: str) -> str:
+    escapes = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    out = []
+    for char in text:
+        if char in escapes:
+            out.append(escapes[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+# ---------------------------------------------------------------------------- the stream
+
+# exec --json item types that are tool calls, and the neutral kind of each.
+TOOL_ITEMS = {"command_execution", "file_change", "mcp_tool_call", "web_search"}
+# Errors Codex prints while it retries a transient failure (a 5xx, a dropped connection).
+RETRY_NOTICE = re.compile(r"^Reconnecting\.\.\.")
+STATUS_IN_MESSAGE = re.compile(r"\b(?:status:?|status code:?)\s*(\d{3})\b", re.IGNORECASE)
+FAULT_MESSAGES = (
+    "currently experiencing high demand",  # what Codex says for an HTTP 500
+    "connection failed",
+    "stream disconnected",
+    "idle timeout",
+    "error sending request",
+    "missing environment variable",  # our own setup, not the agent's doing
+)
+
+
+def stream_events(path: Path):
+    for line in path.read_bytes().split(b"\n"):
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
+def read_codex_stream(path: Path) -> StreamFacts:
+    """Facts of a `codex exec --json` stream: items, the turn's usage and how it ended."""
+    facts = StreamFacts()
+    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            facts.errors.append(f"stream line {number} is not JSON")
+            continue
+        read_event(facts, event)
+    facts.turns = sum(1 for line in codex_transcript(path) if line.get("role") == "assistant")
+    return facts
+
+
+def read_event(facts: StreamFacts, event: dict) -> None:
+    kind = event.get("type")
+    if kind == "item.completed":
+        item = event.get("item") or {}
+        item_type = item.get("type")
+        if item_type in TOOL_ITEMS:
+            name = tool_name(item)
+            facts.tool_calls[name] = facts.tool_calls.get(name, 0) + 1
+        elif item_type == "agent_message":
+            facts.final_message = str(item.get("text", ""))
+        elif item_type == "error":
+            facts.errors.append(str(item.get("message", "")))  # a warning; Codex carried on
+    elif kind == "error":
+        facts.errors.append(str(event.get("message", "")))
+    elif kind == "turn.completed":
+        usage = event.get("usage") or {}
+        facts.tokens["input"] += int(usage.get("input_tokens") or 0)
+        facts.tokens["output"] += int(usage.get("output_tokens") or 0)
+        facts.tokens["cache_read"] += int(usage.get("cached_input_tokens") or 0)
+        facts.tokens["cache_write"] += int(usage.get("cache_write_input_tokens") or 0)
+        facts.stop_reason = "completed"
+        facts.settled = True
+    elif kind == "turn.failed":
+        message = str((event.get("error") or {}).get("message", ""))
+        facts.errors.append(message)
+        facts.stop_reason = "failed"
+        status = STATUS_IN_MESSAGE.search(message)
+        facts.error_status = int(status.group(1)) if status else None
+
+
+def is_fault(facts: StreamFacts) -> bool:
+    """A failed turn the run itself did not cause: a transient provider or network error
+    (Codex retried it, and it retries only those; or its status or message says so), or a
+    setup error of ours (a missing key variable)."""
+    status = facts.error_status
+    if status is not None and (status >= 500 or status in (408, 429)):
+        return True
+    if any(RETRY_NOTICE.match(error) for error in facts.errors):
+        return True
+    last = (facts.errors[-1] if facts.errors else "").lower()
+    return any(text in last for text in FAULT_MESSAGES)
+
+
+def tool_name(item: dict) -> str:
+    if item.get("type") == "mcp_tool_call":
+        return f"mcp:{item.get('server', '?')}/{item.get('tool', '?')}"
+    return str(item.get("type"))
+
+
+def shell_command(command: str) -> str:
+    """The command the agent gave, without the `bash -lc '…'` Codex wraps it in."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    if len(words) == 3 and words[0].endswith("sh") and words[1] in ("-lc", "-c"):
+        return words[2]
+    return command
+
+
+def codex_transcript(path: Path, clone: Path | None = None) -> list[dict]:
+    """The conversation of a Codex stream. Codex's stream has no model replies as such, only
+    items: a reply is taken to start at a reasoning or message item, or at a tool call that
+    follows a finished one (a reply's text comes before its tool calls)."""
+    lines: list[dict] = []
+    reply: dict | None = None
+    tool_done = False
+    for event in stream_events(path):
+        if event.get("type") != "item.completed":
+            continue
+        item = relative_to(event.get("item") or {}, clone)
+        item_type = item.get("type")
+        if item_type in ("reasoning", "agent_message"):
+            if reply is None or reply["tool_calls"] or (reply["text"] and item_type == "reasoning"):
+                reply = new_reply(lines)
+                tool_done = False
+            if item_type == "agent_message":
+                reply["text"] = "\n".join(t for t in (reply["text"], item.get("text", "")) if t)
+        elif item_type in TOOL_ITEMS:
+            if reply is None or tool_done:
+                reply = new_reply(lines)
+            reply["tool_calls"].append(tool_call(item))
+            lines.append(tool_result(item))
+            tool_done = True
+    return lines
+
+
+def new_reply(lines: list[dict]) -> dict:
+    reply = transcript_message("assistant", "")
+    lines.append(reply)
+    return reply
+
+
+def tool_call(item: dict) -> dict:
+    item_type = item.get("type")
+    if item_type == "command_execution":
+        command = shell_command(str(item.get("command", "")))
+        return transcript_call(item.get("id", ""), item_type, "run", {"command": command}, command)
+    if item_type == "file_change":
+        changes = item.get("changes") or []
+        kind = "write" if changes and all(c.get("kind") == "add" for c in changes) else "edit"
+        return transcript_call(item.get("id", ""), item_type, kind, {"changes": changes})
+    arguments = {k: v for k, v in item.items() if k not in ("id", "type", "status", "result")}
+    return transcript_call(item.get("id", ""), tool_name(item), "other", arguments)
+
+
+def tool_result(item: dict) -> dict:
+    item_type = item.get("type")
+    status = item.get("status")
+    if item_type == "command_execution":
+        output = str(item.get("aggregated_output", ""))
+        failed = status != "completed" or item.get("exit_code") not in (0, None)
+    elif item_type == "file_change":
+        changes = item.get("changes") or []
+        output = "\n".join(f"{c.get('kind', '?')} {c.get('path', '?')}" for c in changes)
+        failed = status != "completed"
+    else:
+        output = json.dumps(item.get("result") or item.get("error") or "")
+        failed = status not in ("completed", None)
+    return transcript_result(item.get("id", ""), tool_name(item), output, failed)
+
+
+def relative_to(value, clone: Path | None):
+    """The item with the clone's path taken out of every string: validators are blind to it."""
+    if clone is None:
+        return value
+    if isinstance(value, str):
+        # "<clone>/a.py" -> "a.py", "<clone>" -> "."; "<clone>2" is another folder, kept.
+        pattern = re.escape(str(clone)) + r"(/|(?![\w.-]))"
+        return re.sub(pattern, lambda m: "" if m.group(1) else ".", value)
+    if isinstance(value, list):
+        return [relative_to(v, clone) for v in value]
+    if isinstance(value, dict):
+        return {k: relative_to(v, clone) for k, v in value.items()}
+    return value
+
+
+HARNESS = CodexHarness

@@ -1,0 +1,351 @@
+"""One real Codex CLI run per test, through `python -m agentab.steps.run`, against the offline
+model (the OpenAI Responses API).
+
+Each test builds an etalon repository and a scenario in tmp_path, runs the step in a child
+process whose HOME and environment carry traps, and reads what reached the model from
+`model-requests.jsonl` (the offline model's log) and what reached the tools from the stream.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentab.etalon import fresh_clone
+from agentab.harnesses import get_harness
+from agentab.offline_model.wire import openai_responses
+
+REPO = Path(__file__).resolve().parents[2]
+HARNESSES_DIR = REPO / ".agentab" / "harnesses"  # git-ignored; shared by every test session
+CODEX_VERSION = "0.171.0"
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+CALC = "def mean(values):\n    return sum(values) / (len(values) - 1)\n\n\ndef add(a, b):\n    return a + b\n"
+TESTS = (
+    "import unittest\nfrom calc import add, mean\n\n\nclass T(unittest.TestCase):\n"
+    "    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n\n"
+    "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
+)
+RULE = (
+    "Before you finish, always run the test suite with `python3 -m unittest` and report the result."
+)
+SKILL = "---\nname: brick-skill\ndescription: SKILL-BRICK-MARK use when fixing arithmetic.\n---\n\nDo it.\n"
+ROLE = 'description = "AGENT-BRICK-MARK reviews a change before it is final."\n'
+# No canary is a part of another: a failing check names the trap that leaked.
+TRAPS = {
+    "ancestor AGENTS.md": "CANARY-AGENTSMD-ANCESTOR",
+    "ancestor AGENTS.override.md": "CANARY-OVERRIDE-ANCESTOR",
+    "etalon AGENTS.md": "CANARY-AGENTSMD-ETALON",
+    "etalon AGENTS.override.md": "CANARY-OVERRIDE-ETALON",
+    "etalon .codex/config.toml": "CANARY-CONFIG-ETALON",
+    "etalon .agents/skills": "CANARY-SKILL-ETALON-AGENTS",
+    "etalon .codex/skills": "CANARY-SKILL-ETALON-CODEX",
+    "caller HOME ~/.codex": "CANARY-CODEXHOME-CALLER",
+    "caller HOME skill": "CANARY-SKILL-HOME",
+    "caller environment": "CANARY-ENV-CALLER",
+}
+
+
+assert not any(a != b and a in b for a in TRAPS.values() for b in TRAPS.values())
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def skill_text(name: str, description: str) -> str:
+    return f"---\nname: {name}\ndescription: {description}\n---\nx\n"
+
+
+def git(*args, cwd):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+
+def make_etalon(folder: Path) -> Path:
+    """The demo's calc repository, plus the context and config Codex must not discover."""
+    write(folder / "calc.py", CALC)
+    write(folder / "test_calc.py", TESTS)
+    write(folder / "AGENTS.md", f"{TRAPS['etalon AGENTS.md']}\n")
+    write(folder / "AGENTS.override.md", f"{TRAPS['etalon AGENTS.override.md']}\n")
+    config = (
+        f'developer_instructions = "{TRAPS["etalon .codex/config.toml"]}"\n'
+        'model_reasoning_effort = "xhigh"\nproject_doc_max_bytes = 32768\n'
+    )
+    write(folder / ".codex" / "config.toml", config)
+    skill = skill_text("etalon-skill", TRAPS["etalon .agents/skills"])
+    write(folder / ".agents" / "skills" / "etalon-skill" / "SKILL.md", skill)
+    skill = skill_text("etalon-codex-skill", TRAPS["etalon .codex/skills"])
+    write(folder / ".codex" / "skills" / "etalon-codex-skill" / "SKILL.md", skill)
+    git("init", "-q", cwd=folder)
+    git("add", "-A", cwd=folder)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "etalon", cwd=folder)
+    git("tag", "v1.0", cwd=folder)
+    return folder
+
+
+def make_scenario(root: Path, model: str, thinking="off", timeout="60s", bricks=True) -> Path:
+    write(root / "bricks" / "run-tests.md", f"CONTEXT-BRICK-MARK {RULE}\n")
+    write(root / "bricks" / "brick-skill" / "SKILL.md", SKILL)
+    write(root / "bricks" / "agents" / "reviewer.toml", ROLE)
+    deltas = ""
+    if bricks:
+        deltas = (
+            '[axes]\nsetup = ["bare", "full"]\n\n[deltas.setup.full]\n'
+            'context_files = ["bricks/run-tests.md"]\nskills = ["bricks/brick-skill"]\n'
+            'agents = ["bricks/agents/reviewer.toml"]\n'
+        )
+    text = f"""
+[scenario]
+name = "e2e-codex"
+question = "Does Codex see exactly its bricks?"
+
+[task]
+prompt = "The function `mean` in calc.py returns wrong results. Fix it."
+
+[etalon]
+repo = "{root / "etalon"}"
+tag = "v1.0"
+
+[agent]
+harness = "codex"
+version = "{CODEX_VERSION}"
+provider = "offline"
+model = "{model}"
+thinking = "{thinking}"
+timeout = "{timeout}"
+
+[protocol]
+repetitions = 1
+
+{deltas}
+[validation]
+metrics = ["tests_pass"]
+
+[validators.tests]
+mode = "script"
+run = ["check.py"]
+"""
+    write(root / "check.py", "print('{}')\n")
+    return write(root / "scenario.toml", text)
+
+
+@pytest.fixture(scope="session")
+def codex_installation():
+    return get_harness("codex").install(CODEX_VERSION, HARNESSES_DIR)
+
+
+@pytest.fixture
+def world(tmp_path, codex_installation):
+    """AGENTS files above everything and above the clones, a caller HOME full of Codex config,
+    an etalon with its own."""
+    root = tmp_path / "project"
+    for folder in (tmp_path, root, root / "work"):
+        write(folder / "AGENTS.md", f"{TRAPS['ancestor AGENTS.md']}\n")
+        write(folder / "AGENTS.override.md", f"{TRAPS['ancestor AGENTS.override.md']}\n")
+    home = tmp_path / "caller-home"
+    canary = TRAPS["caller HOME ~/.codex"]
+    write(home / ".codex" / "AGENTS.md", f"{canary}\n")
+    write(home / ".codex" / "config.toml", f'developer_instructions = "{canary}"\n')
+    write(home / ".codex" / "skills" / "home-skill" / "SKILL.md", skill_text("home", canary))
+    skill = skill_text("home-skill", TRAPS["caller HOME skill"])
+    write(home / ".agents" / "skills" / "home-skill" / "SKILL.md", skill)
+    make_etalon(root / "etalon")
+    return {"tmp": tmp_path, "root": root, "home": home}
+
+
+def run_step(world, scenario: Path, cell: str, rep=1) -> tuple[subprocess.CompletedProcess, Path]:
+    out = world["root"] / "results" / cell / f"r{rep:02d}"
+    clone = world["root"] / "work" / cell / f"r{rep:02d}" / "clone"
+    if not clone.exists():
+        fresh_clone(str(world["root"] / "etalon"), "v1.0", clone, world["root"] / "mirrors")
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "HOME": str(world["home"]),
+        "PYTHONPATH": str(REPO / "src"),
+        "AGENTAB_CANARY": TRAPS["caller environment"],
+        "CODEX_HOME": str(world["home"] / ".codex"),
+        "OPENAI_API_KEY": TRAPS["caller environment"],
+        "CODEX_API_KEY": TRAPS["caller environment"],
+    }
+    argv = [sys.executable, "-m", "agentab.steps.run", "--scenario", str(scenario)]
+    argv += ["--cell", cell, "--rep", str(rep), "--clone", str(clone), "--out", str(out)]
+    argv += ["--harnesses-dir", str(HARNESSES_DIR), "--mirrors-dir", str(world["root"] / "mirrors")]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    return done, out
+
+
+def requests_of(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "model-requests.jsonl").read_text().splitlines()]
+
+
+def developer_text(body: dict) -> str:
+    return openai_responses.conversation(body).system
+
+
+def test_declared_bricks_reach_the_model_and_nothing_else_does(world):
+    scenario = make_scenario(world["root"], "probe")
+    done, out = run_step(world, scenario, "full")
+    assert done.returncode == 0, done.stderr
+    record = json.loads((out / "run.json").read_text())
+    assert record["outcome"] == {"status": "completed", "reason": None}
+    first = requests_of(out)[0]["body"]
+    assert "CONTEXT-BRICK-MARK" in developer_text(first)  # developer_instructions
+    assert "SKILL-BRICK-MARK" in json.dumps(first["input"])  # the skill, listed
+    assert "AGENT-BRICK-MARK" in json.dumps(first["tools"])  # the role, in the spawn tool
+    # The tools ran: the shell dumped its environment and HOME into the model's next request.
+    seen_by_model = (out / "model-requests.jsonl").read_text()
+    assert "CODEX_HOME=" in seen_by_model
+    stream = (out / "stream.jsonl").read_text()
+    for trap, canary in TRAPS.items():
+        assert canary not in seen_by_model, f"{trap} reached the model"
+        assert canary not in stream, f"{trap} reached the agent or its tools"
+    assert record["env"].keys() >= {"HOME", "PATH", "CODEX_HOME", "TMPDIR"}
+    assert "AGENTAB_CANARY" not in record["env"] and "OPENAI_API_KEY" not in record["env"]
+    assert [b["passed_as"].split()[0] for b in record["bricks"]] == [
+        "developer_instructions",
+        "copied",
+        "agents.reviewer.config_file",
+    ]
+    assert str(world["root"] / "work") not in (out / "transcript.jsonl").read_text()
+
+
+def test_without_bricks_the_baseline_sees_none_of_them(world):
+    scenario = make_scenario(world["root"], "probe")
+    done, out = run_step(world, scenario, "bare")
+    assert done.returncode == 0, done.stderr
+    seen = (out / "model-requests.jsonl").read_text()
+    for mark in ("CONTEXT-BRICK-MARK", "SKILL-BRICK-MARK", "AGENT-BRICK-MARK"):
+        assert mark not in seen
+
+
+@pytest.mark.parametrize("thinking, effort", [("high", "high"), ("off", "none")])
+def test_the_thinking_level_reaches_the_model(world, thinking, effort):
+    scenario = make_scenario(world["root"], "demo", thinking=thinking, bricks=False)
+    done, out = run_step(world, scenario, "baseline")
+    assert done.returncode == 0, done.stderr
+    bodies = [r["body"] for r in requests_of(out)]
+    assert {b["reasoning"]["effort"] for b in bodies} == {effort}
+    sent = get_harness("codex").sent_thinking(thinking, "demo")
+    assert {openai_responses.conversation(b).thinking for b in bodies} == {sent}
+
+
+def test_demo_run_writes_its_files_and_edits_calc(world):
+    scenario = make_scenario(world["root"], "demo", bricks=False)
+    done, out = run_step(world, scenario, "baseline")
+    assert done.returncode == 0, done.stderr
+    assert {p.name for p in out.iterdir()} >= {
+        "run.json",
+        "stream.jsonl",
+        "transcript.jsonl",
+        "model-requests.jsonl",
+        "result.patch",
+    }
+    record = json.loads((out / "run.json").read_text())
+    assert record["offline_model"]["policy"] == "demo"
+    assert record["facts"]["tool_calls"]["file_change"] == 1
+    assert record["facts"]["cost_usd"] is None and record["facts"]["tokens"]["input"] > 0
+    patch = (out / "result.patch").read_text()
+    assert "calc.py" in patch and ".codex" not in patch and ".agents" not in patch
+    kinds = [
+        call["kind"]
+        for line in map(json.loads, (out / "transcript.jsonl").read_text().splitlines())
+        for call in line.get("tool_calls", [])
+    ]
+    assert kinds[:2] == ["run", "edit"]  # cat calc.py, then the patch
+
+
+def processes_in(folder: Path) -> list[int]:
+    found = []
+    for cwd in Path("/proc").glob("[0-9]*/cwd"):
+        try:
+            if cwd.resolve().is_relative_to(folder.resolve()):
+                found.append(int(cwd.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_hung_agent_is_killed_at_the_timeout(world):
+    scenario = make_scenario(world["root"], "hang", timeout="4s", bricks=False)
+    done, out = run_step(world, scenario, "baseline")
+    assert done.returncode == 0, done.stderr
+    record = json.loads((out / "run.json").read_text())
+    assert record["outcome"] == {"status": "failed", "reason": "timeout"}
+    assert 4 <= record["duration_s"] < 15
+    assert processes_in(world["root"] / "work") == []  # no codex left in the clone
+    assert not (out / "agent.lock").exists()
+
+
+def test_a_provider_error_makes_the_run_failed(world):
+    scenario = make_scenario(world["root"], "provider-error", bricks=False)
+    done, out = run_step(world, scenario, "baseline")
+    assert done.returncode == 0, done.stderr
+    record = json.loads((out / "run.json").read_text())
+    assert record["exit_code"] == 1
+    outcome = record["outcome"]
+    assert outcome["status"] == "failed" and outcome["reason"].startswith("agent-error:")
+    assert "simulated provider error" in outcome["reason"]
+
+
+def test_a_server_that_keeps_failing_is_a_fault_not_a_hang(world):
+    policy = write(
+        world["root"] / "overloaded.toml",
+        '[policy]\ndescription = "HTTP 500 on every request."\nfail_status = 500\n',
+    )
+    scenario = make_scenario(world["root"], str(policy), timeout="2m", bricks=False)
+    done, out = run_step(world, scenario, "baseline")
+    assert done.returncode == 3, done.stderr  # a fault: the workflow redoes the run
+    assert "high demand" in done.stderr and "Traceback" not in done.stderr
+    assert not (out / "run.json").exists()
+    assert len(requests_of(out)) > 1  # Codex retried before it gave up
+
+
+def make_demo_project(root: Path, repetitions: int) -> Path:
+    """The workflow and scenarios/demo-codex, laid out as a user's project, fewer repetitions."""
+    from tests.e2e.workflow import WORKFLOW_FILES
+
+    root.mkdir(parents=True)
+    for name in WORKFLOW_FILES:
+        source = REPO / name
+        copy = shutil.copytree if source.is_dir() else shutil.copy2
+        copy(source, root / name)
+    shutil.copytree(REPO / "scenarios" / "demo-codex", root / "demo-codex")
+    scenario = root / "demo-codex" / "scenario.toml"
+    text = scenario.read_text()
+    scenario.write_text(re.sub(r"(?m)^repetitions = \d+", f"repetitions = {repetitions}", text))
+    (root / "config" / "config.yaml").write_text(
+        "scenarios:\n  - demo-codex/scenario.toml\nresults: results\nstate: .agentab\n"
+        f"harnesses: {HARNESSES_DIR}\n"
+    )
+    return root
+
+
+def test_the_demo_matrix_runs_on_codex_and_each_cell_gets_its_treatment(
+    tmp_path, codex_installation
+):
+    from tests.e2e.workflow import snakemake
+
+    project = make_demo_project(tmp_path / "project", repetitions=2)
+    result = snakemake(project)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    runs = project / "results" / "demo-codex" / "runs"
+    expected = {"nothing-off": ("none", False), "nothing-high": ("high", False)}
+    expected |= {"rule-off": ("none", True), "rule-high": ("high", True)}
+    for cell, (effort, rule) in expected.items():
+        for rep in ("r01", "r02"):
+            measures = json.loads((runs / cell / rep / "measures.json").read_text())
+            assert measures["status"] == "valid", measures["problems"]
+            assert measures["provenance"]["harness"] == "codex"
+            bodies = [r["body"] for r in requests_of(runs / cell / rep)]
+            assert {b["reasoning"]["effort"] for b in bodies} == {effort}
+            delivered = {"always run the test suite" in developer_text(b) for b in bodies}
+            assert delivered == {rule}
+    assert "ran_tests" in (project / "results" / "demo-codex" / "synthesis.md").read_text()
