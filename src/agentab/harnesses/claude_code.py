@@ -392,10 +392,9 @@ class ClaudeStreamFacts(StreamFacts):
 
 
 def read_result(event: dict, facts: StreamFacts) -> None:
-    usage = event.get("usage") or {}
-    facts.tokens = {ours: int(usage.get(theirs) or 0) for ours, theirs in TOKEN_FIELDS.items()}
+    add_result_tokens(event, facts)
     if event.get("total_cost_usd") is not None:
-        facts.cost_usd = float(event["total_cost_usd"])
+        facts.cost_usd = float(event["total_cost_usd"])  # the session's total so far
     facts.settled = True
     facts.stop_reason_detail = str(event.get("terminal_reason") or "")
     if event.get("is_error"):
@@ -405,6 +404,28 @@ def read_result(event: dict, facts: StreamFacts) -> None:
     else:
         facts.stop_reason = str(event.get("stop_reason") or event.get("subtype") or "end_turn")
         facts.final_message = str(event.get("result") or "")
+
+
+# `model_usage_since_last_result` (per model, subagents included) adds up over result lines;
+# `usage` is only the main agent's share of the latest stretch.
+MODEL_USAGE_FIELDS = {
+    "input": "inputTokens",
+    "output": "outputTokens",
+    "cache_read": "cacheReadInputTokens",
+    "cache_write": "cacheCreationInputTokens",
+}
+
+
+def add_result_tokens(event: dict, facts: StreamFacts) -> None:
+    per_model = event.get("model_usage_since_last_result")
+    if isinstance(per_model, dict):
+        for usage in per_model.values():
+            for ours, theirs in MODEL_USAGE_FIELDS.items():
+                facts.tokens[ours] += int(usage.get(theirs) or 0)
+        return
+    usage = event.get("usage") or {}
+    for ours, theirs in TOKEN_FIELDS.items():
+        facts.tokens[ours] += int(usage.get(theirs) or 0)
 
 
 TOOL_KINDS = {"Read": "read", "Edit": "edit", "Write": "write", "Bash": "run"}
