@@ -79,5 +79,5 @@ def test_a_truncated_line_is_reported_and_the_rest_still_read(tmp_path):
 def test_unknown_harness_is_a_clear_error():
     from agentab.errors import AgentabError
 
-    with pytest.raises(AgentabError, match=r"agent.harness(.|\n)*use one of: pi"):
+    with pytest.raises(AgentabError, match=r"agent.harness(.|\n)*use one of: (.*, )?pi"):
         get_harness("claude-kode")
