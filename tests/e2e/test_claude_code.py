@@ -37,6 +37,7 @@ AGENT = "---\nname: reviewer\ndescription: AGENT-BRICK-MARK reviews a change.\n-
 SKILL = (
     "---\nname: brick-skill\ndescription: SKILL-BRICK-MARK use when fixing arithmetic.\n---\nx\n"
 )
+PLUGIN_SKILL = "---\nname: plugin-skill\ndescription: PLUGIN-BRICK-MARK a plugin's skill.\n---\nx\n"
 TRAPS = {
     "ancestor CLAUDE.md": "CANARY-ANCESTOR-CLAUDE-MD",
     "ancestor CLAUDE.local.md": "CANARY-ANCESTOR-CLAUDE-LOCAL",
@@ -107,12 +108,15 @@ def make_scenario(root: Path, model: str, thinking="off", timeout="60s", bricks=
     write(root / "bricks" / "run-tests.md", f"CONTEXT-BRICK-MARK {RULE}\n")
     write(root / "bricks" / "reviewer.md", AGENT)
     write(root / "bricks" / "brick-skill" / "SKILL.md", SKILL)
+    plugin = root / "bricks" / "probe-plugin"
+    write(plugin / ".claude-plugin" / "plugin.json", json.dumps({"name": "probe-plugin"}))
+    write(plugin / "skills" / "plugin-skill" / "SKILL.md", PLUGIN_SKILL)
     deltas = ""
     if bricks:
         deltas = (
             '[axes]\nsetup = ["bare", "full"]\n\n[deltas.setup.full]\n'
             'context_files = ["bricks/run-tests.md"]\nagents = ["bricks/reviewer.md"]\n'
-            'skills = ["bricks/brick-skill"]\n'
+            'skills = ["bricks/brick-skill"]\nextensions = ["bricks/probe-plugin"]\n'
         )
     text = f"""
 [scenario]
@@ -216,6 +220,7 @@ def test_declared_bricks_reach_the_model_and_nothing_else_does(world):
     assert "CONTEXT-BRICK-MARK" in system  # --append-system-prompt-file
     assert "AGENT-BRICK-MARK" in system  # --agents
     assert "SKILL-BRICK-MARK" in system  # our plugin folder, --plugin-dir
+    assert "PLUGIN-BRICK-MARK" in system  # the extension: a plugin folder, --plugin-dir
     seen_by_model = (out / "model-requests.jsonl").read_text()
     assert "CLAUDE_CONFIG_DIR=" in seen_by_model  # bash dumped its environment to the model
     stream = (out / "stream.jsonl").read_text()
@@ -230,6 +235,7 @@ def test_declared_bricks_reach_the_model_and_nothing_else_does(world):
         "context_files": "--append-system-prompt-file",
         "agents": "--agents",
         "skills": "--plugin-dir",
+        "extensions": "--plugin-dir",
     }
     patch = (out / "result.patch").read_text()
     assert ".claude" not in patch and "agents.json" not in patch
@@ -240,7 +246,7 @@ def test_without_bricks_the_baseline_sees_none_of_them(world):
     done, out = run_step(world, scenario, "bare")
     assert done.returncode == 0, done.stderr
     seen = (out / "model-requests.jsonl").read_text()
-    for mark in ("CONTEXT-BRICK-MARK", "AGENT-BRICK-MARK", "SKILL-BRICK-MARK"):
+    for mark in ("CONTEXT-BRICK-MARK", "AGENT-BRICK-MARK", "SKILL-BRICK-MARK", "PLUGIN-BRICK"):
         assert mark not in seen
 
 
