@@ -223,6 +223,18 @@ def test_an_extension_claude_code_cannot_take_by_path_is_refused(tmp_path):
     assert "bricks/guard.ts" in str(error.value.render())
 
 
+def test_a_cell_is_checked_before_anything_runs(tmp_path):
+    ts = brick(tmp_path, "extensions", "bricks/guard.ts", "export default 1")
+    with pytest.raises(AgentabError, match="extensions"):
+        claude.check_cell("demo", "off", [ts])
+    with pytest.raises(AgentabError, match="agent.thinking"):
+        claude.check_cell("claude-sonnet-4-5", "max", [])
+    bare = brick(tmp_path, "agents", "bricks/bare.md", "no front matter")
+    with pytest.raises(AgentabError, match="description"):
+        claude.check_cell("demo", "high", [bare])
+    claude.check_cell("demo", "high", [brick(tmp_path, "context_files", "bricks/r.md", "R")])
+
+
 def test_another_provider_is_refused(tmp_path):
     spec = spec_of(tmp_path)
     spec = RunSpec(**{**spec.__dict__, "provider": "openai"})

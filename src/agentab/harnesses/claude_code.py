@@ -177,6 +177,14 @@ class ClaudeCodeHarness(NpmHarness):
             secret_env=frozenset(secret),
         )
 
+    def check_cell(self, model: str, thinking: str, bricks) -> None:
+        """Raise the AgentabError `prepare` would raise for this model, level and bricks: for a
+        scenario loader to refuse a cell before anything runs (a thinking level the model family
+        cannot send, an extension that is neither a plugin folder nor an MCP config, an agent
+        definition without a description)."""
+        thinking_settings(thinking, model)
+        brick_arguments(bricks, Path("scratch"), {})
+
     def read_stream(self, path: Path) -> StreamFacts:
         return read_claude_stream(Path(path))
 
