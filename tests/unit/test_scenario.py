@@ -345,10 +345,18 @@ def test_frozen_copy_loads_without_its_folder(scenario_dir: Path, tmp_path: Path
     assert len(scenario.cells) == 7 and scenario.metrics == ["tests_pass", "ran_tests"]
 
 
+SHIPPED = Path(__file__).resolve().parents[2] / "scenarios"
+
+
 def test_the_shipped_scenarios_are_valid() -> None:
-    root = Path(__file__).resolve().parents[2] / "scenarios"
-    for path in sorted(root.glob("*/scenario.toml")):
+    for path in sorted(SHIPPED.glob("*/scenario.toml")):
         assert load_scenario(path).cells, path
+
+
+def test_the_harness_axis_scenario_loads() -> None:
+    scenario = load_scenario(SHIPPED / "harness-axis" / "scenario.toml")
+    assert len(scenario.cells) == 4
+    assert {cell.agent.harness for cell in scenario.cells} == {"pi", "claude-code"}
 
 
 def test_an_offline_policy_must_exist(scenario_dir: Path) -> None:

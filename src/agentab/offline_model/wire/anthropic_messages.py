@@ -4,6 +4,7 @@ judges' SDK speaks, and what Claude Code speaks."""
 from __future__ import annotations
 
 import json
+import uuid
 
 from agentab.offline_model.policy import Conversation, Reply
 from agentab.offline_model.wire._common import text_of
@@ -26,13 +27,31 @@ def conversation(body: dict, path: str = "") -> Conversation:
     choice = body.get("tool_choice") or {}
     forced = choice.get("name") if choice.get("type") == "tool" else None
     return Conversation(
-        system=text_of(body.get("system", "")),
+        system=system_text(body),
         prompt=prompt,
         tools=tools,
         assistant_turns=sum(1 for m in messages if m.get("role") == "assistant"),
         thinking=anthropic_thinking(body),
         forced_tool=forced,
     )
+
+
+def system_text(body: dict) -> str:
+    """The `system` field, then any message with role `system`: Claude Code 2.1 sends its
+    environment (working directory, agents, skills) as such a message after the prompt."""
+    parts = [text_of(body.get("system", ""))]
+    parts += [
+        text_of(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system"
+    ]
+    return "\n".join(part for part in parts if part)
+
+
+def side_reply(method: str, path: str, body: dict, policy) -> tuple[int, dict] | None:
+    """Token counting (`…/messages/count_tokens`): a rough count, no policy step consumed."""
+    if method == "POST" and path.endswith("/messages/count_tokens"):
+        size = len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("system", "")))
+        return 200, {"input_tokens": max(1, size // 4)}
+    return None
 
 
 def anthropic_thinking(body: dict) -> str | None:
@@ -65,7 +84,8 @@ def anthropic_usage(usage: dict) -> dict:
 
 def message(reply: Reply, model: str, usage: dict) -> dict:
     return {
-        "id": "msg_offline",
+        # Unique per answer: Claude Code merges assistant messages that share an id into one.
+        "id": f"msg_offline_{uuid.uuid4().hex[:24]}",
         "type": "message",
         "role": "assistant",
         "model": model,

@@ -1,0 +1,503 @@
+"""The Claude Code adapter (`@anthropic-ai/claude-code`, 2.1.x).
+
+The npm package's `bin` is `bin/claude.exe`, a native executable: its postinstall copies the
+binary of the platform package (`@anthropic-ai/claude-code-linux-x64`, an optional dependency
+npm installs beside it) over a placeholder. It is started directly, not through Node.js.
+
+Isolation, and why (each line is a way a cell could silently measure something else; the facts
+are measured in docs/harnesses.md):
+
+- A constructed environment: PATH is Node's folder and the system's; HOME, TMPDIR,
+  CLAUDE_CODE_TMPDIR and CLAUDE_CONFIG_DIR point into the run's private scratch dir (Claude Code
+  reads `~/.claude`, `~/.claude.json` and its config dir for user settings, memory, skills,
+  agents and commands). `ANTHROPIC_BASE_URL` points at the run's model server.
+- No traffic but the model: auto-update, telemetry, error reporting, feedback surveys and all
+  non-essential traffic off; `--no-session-persistence`.
+- Discovery off: `--setting-sources ""` (no user, project or local settings: `.claude/`
+  settings, skills, agents, commands and CLAUDE.md / CLAUDE.local.md in every ancestor),
+  `CLAUDE_CODE_DISABLE_CLAUDE_MDS=1` and `CLAUDE_CODE_DISABLE_AUTO_MEMORY=1` behind it,
+  `--strict-mcp-config` (the etalon's `.mcp.json` is never read).
+- Permissions: `--dangerously-skip-permissions`; as root Claude Code refuses it unless
+  `IS_SANDBOX=1`.
+- Bricks by explicit path: context files `--append-system-prompt-file <path>` (appended to the
+  system prompt), agent definitions `--agents <json file>` built from their Markdown, skills in a
+  plugin folder of our own in the scratch dir passed as `--plugin-dir`, extensions as a plugin
+  folder (`--plugin-dir`) or an MCP config (`--mcp-config`). Any other extension is refused.
+- Thinking depends on the model family (see `THINKING`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from agentab.errors import AgentabError, problem
+from agentab.harnesses.base import (
+    HarnessFault,
+    Installation,
+    Invocation,
+    Outcome,
+    RunSpec,
+    StreamFacts,
+    transcript_call,
+    transcript_message,
+    transcript_result,
+)
+from agentab.harnesses.npm import NpmHarness, base_path
+
+EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
+THINKING_LEVELS = ("off", *EFFORT_LEVELS)
+# Thinking budgets (MAX_THINKING_TOKENS) of the budget families; high is Claude Code's own default.
+BUDGETS = {"low": 4000, "medium": 10000, "high": 31999}
+
+# How Claude Code 2.1.332 thinks, per model family (measured against the offline model):
+# - "budget": `thinking: {type: enabled, budget_tokens}` from MAX_THINKING_TOKENS (default 31999,
+#   0 sends `{type: disabled}`); `--effort` is ignored.
+# - "budget+effort" (Opus 4.5): a budget from MAX_THINKING_TOKENS and `output_config.effort`
+#   from `--effort`, both.
+# - "adaptive" (every newer model, and any name Claude Code does not know, such as an offline
+#   policy): `thinking: {type: adaptive}` with `output_config.effort` from `--effort`;
+#   MAX_THINKING_TOKENS is ignored, only CLAUDE_CODE_DISABLE_THINKING turns it off.
+# - "none" (Claude 3.x): Claude Code sends no thinking at all, whatever it is told.
+# CLAUDE_CODE_DISABLE_THINKING=1 removes the `thinking` field for every family.
+FAMILIES = (
+    ("none", re.compile(r"^claude-3")),
+    ("budget+effort", re.compile(r"^claude-opus-4-5(-\d{8})?$")),
+    ("budget", re.compile(r"^claude-(sonnet-4-5|haiku-4-5|sonnet-4)(-\d{8})?$")),
+)
+
+DISCOVERY_OFF = ["--setting-sources", "", "--strict-mcp-config"]
+QUIET_ENV = {
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
+    "CLAUDE_CODE_DISABLE_CLAUDE_MDS": "1",
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+    "CLAUDE_CODE_SKIP_PROMPT_HISTORY": "1",
+}
+PLUGIN_NAME = "agentab-bricks"  # the plugin folder skills are passed in
+
+
+def thinking_family(model: str) -> str:
+    return next((family for family, pattern in FAMILIES if pattern.search(model)), "adaptive")
+
+
+def thinking_settings(level: str, model: str) -> tuple[list[str], dict[str, str]]:
+    """The arguments and environment that make Claude Code send `level` for `model`."""
+    family = thinking_family(model)
+    if level not in thinking_levels(family):
+        raise AgentabError(
+            problem(
+                "scenario",
+                "agent.thinking",
+                f"Claude Code has no thinking level {level!r} for model {model!r} "
+                f"(model family {family!r})",
+                f"use one of: {', '.join(thinking_levels(family))}",
+            )
+        )
+    if level == "off":
+        return [], {"CLAUDE_CODE_DISABLE_THINKING": "1", "MAX_THINKING_TOKENS": "0"}
+    if family == "budget":
+        return [], {"MAX_THINKING_TOKENS": str(BUDGETS[level])}
+    if family == "budget+effort":
+        return ["--effort", level], {"MAX_THINKING_TOKENS": str(BUDGETS[level])}
+    return ["--effort", level], {}
+
+
+def thinking_levels(family: str) -> tuple[str, ...]:
+    if family == "none":
+        return ("off",)
+    if family.startswith("budget"):
+        return ("off", *BUDGETS)
+    return THINKING_LEVELS
+
+
+class ClaudeCodeHarness(NpmHarness):
+    name = "claude-code"
+    package = "@anthropic-ai/claude-code"
+    bin_name = "claude"
+
+    def command(self, installation: Installation) -> list[str]:
+        return [str(installation.entry)]  # a native executable, not a script for node
+
+    def version_env(self, installation: Installation) -> dict[str, str]:
+        return {"PATH": base_path(), "HOME": str(installation.root), "DISABLE_AUTOUPDATER": "1"}
+
+    # ------------------------------------------------------------------------ one run
+
+    def prepare(self, spec: RunSpec, installation: Installation) -> Invocation:
+        thinking_args, thinking_env = thinking_settings(spec.thinking, spec.model)
+        config, home, tmp = (spec.scratch / name for name in ("config", "home", "tmp"))
+        env = {
+            "PATH": base_path(),
+            "HOME": str(home),
+            "TMPDIR": str(tmp),
+            "CLAUDE_CODE_TMPDIR": str(tmp),
+            "CLAUDE_CONFIG_DIR": str(config),
+            "IS_SANDBOX": "1",  # as root, bypass mode is refused without it
+            **QUIET_ENV,
+            **thinking_env,
+            "LC_ALL": "C.UTF-8",
+            # Tests the agent runs must not leave bytecode that result.patch would count as work.
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        secret = {"ANTHROPIC_API_KEY"}
+        if spec.provider == "offline":
+            if not spec.model_base_url:
+                raise HarnessFault("provider offline needs the URL of its offline model server")
+            env["ANTHROPIC_API_KEY"] = "offline"
+        elif spec.provider == "anthropic":
+            env["ANTHROPIC_API_KEY"] = spec.api_key or ""
+        else:
+            raise AgentabError(
+                problem(
+                    "scenario",
+                    "agent.provider",
+                    f"Claude Code speaks only Anthropic messages, not provider {spec.provider!r}",
+                    'use provider = "anthropic" or "offline"',
+                )
+            )
+        if spec.model_base_url:
+            env["ANTHROPIC_BASE_URL"] = spec.model_base_url
+        files = {home / ".keep": "", tmp / ".keep": "", config / ".keep": ""}
+        argv = [*self.command(installation), "-p", "--output-format", "stream-json", "--verbose"]
+        argv += [*DISCOVERY_OFF, "--dangerously-skip-permissions", "--no-session-persistence"]
+        argv += ["--model", spec.model, *thinking_args]
+        brick_args, passed_as = brick_arguments(spec.bricks, spec.scratch, files)
+        argv += [*brick_args, "--", spec.prompt]
+        return Invocation(
+            argv=argv,
+            env=env,
+            cwd=spec.clone,
+            files=files,
+            passed_as=passed_as,
+            secret_env=frozenset(secret),
+        )
+
+    def check_cell(self, model: str, thinking: str, bricks) -> None:
+        """Raise the AgentabError `prepare` would raise for this model, level and bricks: for a
+        scenario loader to refuse a cell before anything runs (a thinking level the model family
+        cannot send, an extension that is neither a plugin folder nor an MCP config, an agent
+        definition without a description)."""
+        thinking_settings(thinking, model)
+        brick_arguments(bricks, Path("scratch"), {})
+
+    def read_stream(self, path: Path) -> StreamFacts:
+        return read_claude_stream(Path(path))
+
+    def transcript(self, path: Path) -> list[dict]:
+        return claude_transcript(Path(path))
+
+    def sent_thinking(self, level: str, model: str) -> str | None:
+        """What `anthropic_thinking` reads from a request for `level`: the effort for the
+        adaptive and Opus 4.5 families, `budget:N` for the budget family, None for off."""
+        family = thinking_family(model)
+        if level == "off" or family == "none":
+            return None
+        if family == "budget":
+            return f"budget:{BUDGETS[level]}"
+        return level
+
+    def classify(self, facts: StreamFacts, exit_code: int | None, timed_out: bool) -> Outcome:
+        if timed_out:
+            return Outcome("failed", "timeout")
+        if facts.stop_reason == "error":
+            return classify_error(facts)
+        if not facts.stop_reason:
+            raise HarnessFault(
+                f"claude ended (exit {exit_code}) without a result line: "
+                f"{'; '.join(facts.errors) or 'see agent-stderr.log'}"
+            )
+        if exit_code != 0:
+            raise HarnessFault(f"claude exited with code {exit_code}: {'; '.join(facts.errors)}")
+        return Outcome("completed")
+
+
+# Provider statuses the run itself caused: the request was refused as invalid or too long.
+RUN_ERRORS = frozenset({400, 413, 422})
+
+
+def classify_error(facts: StreamFacts) -> Outcome:
+    """A result with `is_error`: the run's own error is an outcome, a provider's trouble a fault."""
+    message = facts.errors[-1] if facts.errors else "error"
+    status = facts.error_status
+    if status in RUN_ERRORS or "prompt is too long" in message.lower():
+        return Outcome("failed", f"agent-error: {message}")
+    if status is not None or getattr(facts, "stop_reason_detail", "") == "api_error":
+        # 429, 5xx, 529 after Claude Code's own retries, an auth error, or no answer at all.
+        raise HarnessFault(f"provider error (HTTP {status}): {message}")
+    return Outcome("failed", f"agent-error: {message}")
+
+
+# ---------------------------------------------------------------------------- bricks
+
+
+def brick_arguments(bricks, scratch: Path, files: dict) -> tuple[list[str], dict[str, str]]:
+    """Flags passing every brick by explicit path, and how each was passed."""
+    argv: list[str] = []
+    passed_as: dict[str, str] = {}
+    agents: dict[str, dict] = {}
+    plugin = scratch / "plugin"
+    for brick in bricks:
+        path = Path(brick.path).absolute()
+        if brick.kind == "context_files":
+            argv += ["--append-system-prompt-file", str(path)]
+            passed_as[brick.rel] = f"--append-system-prompt-file {path}"
+        elif brick.kind == "agents":
+            name, definition = agent_definition(brick, path)
+            agents[name] = definition
+            passed_as[brick.rel] = f"--agents <scratch>/agents.json (agent {name!r})"
+        elif brick.kind == "skills":
+            skill_files(path, plugin / "skills" / skill_folder_name(path), files)
+            passed_as[brick.rel] = f"--plugin-dir <scratch>/plugin (skills/{path.name})"
+        elif brick.kind == "extensions":
+            flag = extension_flag(brick, path)
+            argv += [flag, str(path)]
+            passed_as[brick.rel] = f"{flag} {path}"
+        else:
+            raise AgentabError(
+                problem(
+                    "scenario",
+                    brick.kind,
+                    f"Claude Code cannot take a brick of kind {brick.kind!r}",
+                    "use context_files, extensions, skills or agents",
+                )
+            )
+    if agents:
+        files[scratch / "agents.json"] = json.dumps(agents, indent=2)
+        argv += ["--agents", str(scratch / "agents.json")]
+    if any(b.kind == "skills" for b in bricks):
+        files[plugin / ".claude-plugin" / "plugin.json"] = json.dumps({"name": PLUGIN_NAME})
+        argv += ["--plugin-dir", str(plugin)]
+    return argv, passed_as
+
+
+def skill_folder_name(path: Path) -> str:
+    return path.parent.name if path.is_file() else path.name
+
+
+def skill_files(path: Path, target: Path, files: dict) -> None:
+    """A skill (its folder, or its SKILL.md) copied into our plugin folder."""
+    if path.is_file():
+        files[target / "SKILL.md"] = path.read_text()
+        return
+    for source in sorted(p for p in path.rglob("*") if p.is_file()):
+        files[target / source.relative_to(path)] = source.read_text()
+
+
+def agent_definition(brick, path: Path) -> tuple[str, dict]:
+    """An agent's Markdown (front matter name, description, tools, model; body = prompt) as an
+    entry of `--agents` JSON."""
+    text = path.read_text()
+    match = re.match(r"^---\s*\n(.*?)\n---\s*\n?(.*)$", text, re.S)
+    fields = {}
+    if match:
+        for line in match.group(1).splitlines():
+            key, sep, value = line.partition(":")
+            if sep:
+                fields[key.strip()] = value.strip().strip("\"'")
+    if not match or not fields.get("description"):
+        raise AgentabError(
+            problem(
+                brick.rel,
+                "agents",
+                "an agent definition needs front matter with a description",
+                "start the file with ---, description: ..., --- and put the prompt below",
+            )
+        )
+    definition = {"description": fields["description"], "prompt": match.group(2).strip()}
+    if fields.get("tools"):
+        definition["tools"] = [t.strip() for t in fields["tools"].split(",") if t.strip()]
+    if fields.get("model"):
+        definition["model"] = fields["model"]
+    return fields.get("name") or path.stem, definition
+
+
+def extension_flag(brick, path: Path) -> str:
+    """A plugin folder (hooks, MCP servers, commands, agents, skills) or an MCP config file."""
+    if path.is_dir() and (path / ".claude-plugin" / "plugin.json").is_file():
+        return "--plugin-dir"
+    if path.is_file() and path.suffix == ".json":
+        try:
+            if "mcpServers" in json.loads(path.read_text()):
+                return "--mcp-config"
+        except json.JSONDecodeError:
+            pass
+    raise AgentabError(
+        problem(
+            brick.rel,
+            "extensions",
+            "Claude Code takes an extension only as a plugin folder (with "
+            '.claude-plugin/plugin.json) or an MCP config file ({"mcpServers": ...}); '
+            "anything else it could only find by discovery, which agentab keeps off",
+            "pass a plugin folder or an MCP config JSON file",
+        )
+    )
+
+
+# ---------------------------------------------------------------------------- the stream
+
+
+def stream_events(path: Path):
+    for line in path.read_bytes().split(b"\n"):
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
+TOKEN_FIELDS = {
+    "input": "input_tokens",
+    "output": "output_tokens",
+    "cache_read": "cache_read_input_tokens",
+    "cache_write": "cache_creation_input_tokens",
+}
+
+
+def read_claude_stream(path: Path) -> StreamFacts:
+    """Facts of a `claude -p --output-format stream-json --verbose` stream.
+
+    Claude Code prints one `assistant` line per content block (several lines share a message
+    id) and a `result` line each time the session goes idle: a background agent that finishes
+    later adds another. The last `result` decides the outcome; tokens and cost are the session's
+    totals it carries.
+    """
+    facts = ClaudeStreamFacts()
+    turns: set[str] = set()
+    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            facts.errors.append(f"stream line {number} is not JSON")
+            continue
+        kind = event.get("type")
+        if kind == "assistant" and not event.get("parent_tool_use_id"):
+            message = event.get("message") or {}
+            if event.get("is_api_error_message") or event.get("error"):
+                continue  # the error is stated by the result line
+            turns.add(str(message.get("id") or number))
+            for block in message.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    name = block.get("name", "?")
+                    facts.tool_calls[name] = facts.tool_calls.get(name, 0) + 1
+        elif kind == "result":
+            read_result(event, facts)
+    facts.turns = len(turns)
+    return facts
+
+
+class ClaudeStreamFacts(StreamFacts):
+    """StreamFacts plus Claude Code's `terminal_reason` (why the session stopped)."""
+
+    stop_reason_detail: str = ""
+
+
+def read_result(event: dict, facts: StreamFacts) -> None:
+    add_result_tokens(event, facts)
+    if event.get("total_cost_usd") is not None:
+        facts.cost_usd = float(event["total_cost_usd"])  # the session's total so far
+    facts.settled = True
+    facts.stop_reason_detail = str(event.get("terminal_reason") or "")
+    if event.get("is_error"):
+        facts.stop_reason = "error"
+        facts.error_status = event.get("api_error_status")
+        facts.errors.append(str(event.get("result") or event.get("subtype") or "error"))
+    else:
+        facts.stop_reason = str(event.get("stop_reason") or event.get("subtype") or "end_turn")
+        facts.final_message = str(event.get("result") or "")
+
+
+# `model_usage_since_last_result` (per model, subagents included) adds up over result lines;
+# `usage` is only the main agent's share of the latest stretch.
+MODEL_USAGE_FIELDS = {
+    "input": "inputTokens",
+    "output": "outputTokens",
+    "cache_read": "cacheReadInputTokens",
+    "cache_write": "cacheCreationInputTokens",
+}
+
+
+def add_result_tokens(event: dict, facts: StreamFacts) -> None:
+    per_model = event.get("model_usage_since_last_result")
+    if isinstance(per_model, dict):
+        for usage in per_model.values():
+            for ours, theirs in MODEL_USAGE_FIELDS.items():
+                facts.tokens[ours] += int(usage.get(theirs) or 0)
+        return
+    usage = event.get("usage") or {}
+    for ours, theirs in TOKEN_FIELDS.items():
+        facts.tokens[ours] += int(usage.get(theirs) or 0)
+
+
+TOOL_KINDS = {"Read": "read", "Edit": "edit", "Write": "write", "Bash": "run"}
+
+
+def claude_transcript(path: Path) -> list[dict]:
+    """The conversation of the main agent: its messages (blocks of one message id joined),
+    tool calls and tool results. Subagents' lines (`parent_tool_use_id`) are left out."""
+    lines: list[dict] = []
+    names: dict[str, str] = {}
+    current: str | None = None
+    for event in stream_events(path):
+        if event.get("parent_tool_use_id") or event.get("type") not in ("assistant", "user"):
+            continue
+        message = event.get("message") or {}
+        blocks = [b for b in message.get("content") or [] if isinstance(b, dict)]
+        if event["type"] == "assistant":
+            if event.get("is_api_error_message") or event.get("error"):
+                continue
+            message_id = str(message.get("id") or "")
+            if current is None or message_id != current or not lines:
+                lines.append(transcript_message("assistant", "", [], {"input": 0, "output": 0}))
+                current = message_id
+            add_assistant_blocks(lines[-1], blocks, message.get("usage") or {}, names)
+        else:
+            current = None
+            for block in blocks:
+                if block.get("type") == "tool_result":
+                    call_id = str(block.get("tool_use_id", ""))
+                    output = block_text(block.get("content"))
+                    lines.append(
+                        transcript_result(
+                            call_id, names.get(call_id, ""), output, bool(block.get("is_error"))
+                        )
+                    )
+                elif block.get("type") == "text":
+                    lines.append(transcript_message("user", block.get("text", "")))
+    return lines
+
+
+def add_assistant_blocks(line: dict, blocks: list[dict], usage: dict, names: dict) -> None:
+    for block in blocks:
+        if block.get("type") == "text":
+            line["text"] = "\n".join(t for t in (line["text"], block.get("text", "")) if t)
+        elif block.get("type") == "tool_use":
+            name, arguments = block.get("name", ""), block.get("input") or {}
+            names[str(block.get("id", ""))] = name
+            command = arguments.get("command") if name == "Bash" else None
+            kind = TOOL_KINDS.get(name, "other")
+            line["tool_calls"].append(
+                transcript_call(str(block.get("id", "")), name, kind, arguments, command)
+            )
+    line["usage"] = {
+        "input": int(usage.get("input_tokens") or 0),
+        "output": int(usage.get("output_tokens") or 0),
+    }
+
+
+def block_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict)).strip()
+    return ""
+
+
+HARNESS = ClaudeCodeHarness
