@@ -25,7 +25,5 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     result = build_report(args.results_dir)
-    print(
-        f"wrote {result.index} ({result.cells} cells, {result.runs} runs): open it in a browser"
-    )
+    print(f"wrote {result.index} ({result.cells} cells, {result.runs} runs): open it in a browser")
     return 0

@@ -69,9 +69,7 @@ def normalise_run_id(given: str) -> str:
     return "/".join(parts[:2])
 
 
-def redo_runs(
-    results_dir: Path, run_ids: list[str] = (), statuses: list[str] = ()
-) -> RedoResult:
+def redo_runs(results_dir: Path, run_ids: list[str] = (), statuses: list[str] = ()) -> RedoResult:
     results_dir = Path(results_dir)
     scenario = load_frozen_scenario(results_dir)
     for status in statuses:

@@ -65,12 +65,11 @@ def list_runs(
             if record is not None:
                 entries.append(_measured(record, len(faults)))
             elif run in unreadable:
-                bad = unreadable[run]
-                entries.append(
-                    RunEntry(run, cell.name, rep, "unreadable", f"{bad.path} {bad.message}")
-                )
+                reason = f"{unreadable[run].path} {unreadable[run].message}"
+                entries.append(RunEntry(run, cell.name, rep, "unreadable", reason, len(faults)))
             elif faults:
-                entries.append(RunEntry(run, cell.name, rep, "fault", fault_reason(faults[-1])))
+                reason = fault_reason(faults[-1])
+                entries.append(RunEntry(run, cell.name, rep, "fault", reason, len(faults)))
             else:
                 entries.append(RunEntry(run, cell.name, rep, "missing", "no measures.json yet"))
     # Runs beyond the scenario's repetitions (it was lowered after they ran) are still shown.
