@@ -8,6 +8,7 @@ DevTools protocol), and the test reads what a person sees.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.browser import Chromium
-from tests.e2e.workflow import job_counts, make_project, snakemake
+from tests.e2e.workflow import REPO, job_counts, make_project, snakemake
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -145,3 +146,18 @@ def test_redo_one_run_then_snakemake_redoes_that_run_and_nothing_else(
     assert (results / "report" / "runs" / "rule-off" / "r02.html").exists()
     nothing_left = snakemake(project, "-n")
     assert job_counts(nothing_left.stdout + nothing_left.stderr) == {}
+
+
+def test_editing_a_report_template_rebuilds_only_the_report(finished) -> None:
+    project, _ = finished
+    template = REPO / "src" / "agentab" / "templates" / "report" / "run.html.j2"
+    original = template.read_bytes()
+    stat = template.stat()
+    try:
+        template.write_bytes(original + b"{# an edit #}\n")
+        result = snakemake(project, "-n")
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert job_counts(result.stdout + result.stderr) == {"report": 1}
+    finally:
+        template.write_bytes(original)
+        os.utime(template, ns=(stat.st_atime_ns, stat.st_mtime_ns))

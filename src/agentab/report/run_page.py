@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,8 +109,13 @@ def highlighted_patch(path: Path) -> tuple[str, bool, bool]:
         text = text[:MAX_PATCH_CHARS]
     if not text.strip():
         return "", False, True
-    formatter = HtmlFormatter(cssclass=DIFF_CSS_CLASS, style="default")
-    return highlight(text, DiffLexer(), formatter), cut, True
+    return highlight(text, DiffLexer(), _diff_formatter()), cut, True
+
+
+@functools.cache
+def _diff_formatter() -> HtmlFormatter:
+    # Made once: a formatter builds its whole style table when it is created.
+    return HtmlFormatter(cssclass=DIFF_CSS_CLASS, style="default")
 
 
 def validator_views(folder: Path) -> list[ValidatorView]:
@@ -210,10 +217,12 @@ def cost_text(provider, cost) -> str:
 def raw_files(folder: Path) -> list[str]:
     """Every file of the run folder, relative to it, in path order."""
     found = []
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder)
-        if any(part.startswith(SKIPPED_PREFIXES) for part in relative.parts):
-            continue
-        if path.is_file() and not path.name.endswith(".partial"):
-            found.append(relative.as_posix())
-    return found
+    for root, folders, files in os.walk(folder):
+        folders[:] = [name for name in folders if not name.startswith(SKIPPED_PREFIXES)]
+        base = os.path.relpath(root, folder)
+        found += [
+            name if base == "." else f"{base}/{name}"
+            for name in files
+            if not name.startswith(SKIPPED_PREFIXES) and not name.endswith(".partial")
+        ]
+    return sorted(found)
