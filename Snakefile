@@ -15,13 +15,20 @@ include: "rules/run.smk"
 include: "rules/validate.smk"
 include: "rules/measure.smk"
 include: "rules/aggregate.smk"
+include: "rules/report.smk"
+
+
+onstart:
+    start_run_progress(WORKFLOW)
 
 
 onsuccess:
+    stop_run_progress()
     print(measured_summary(WORKFLOW))
 
 
 onerror:
+    stop_run_progress()
     print(measured_summary(WORKFLOW))
     print("agentab: run the same command again to redo only what is missing.")
 
@@ -30,3 +37,4 @@ rule all:
     default_target: True
     input:
         WORKFLOW.targets(),
+        report_targets(WORKFLOW),

@@ -191,8 +191,8 @@ def build_project(root: Path, runs: int) -> dict:
     harnesses = {(c.agent.harness, c.agent.version) for c in scenario.cells}
     n_runs = len(scenario.cells) * scenario.repetitions
     # Per run: agent run (it clones), one job per scored validator, measures. Per scenario: freeze,
-    # synthesis, one blank form per form validator; per harness: its install; and `all`.
-    jobs = n_runs * (2 + len(scored)) + 2 + len(forms) + len(harnesses) + 1
+    # synthesis, report, one blank form per form validator; per harness: its install; and `all`.
+    jobs = n_runs * (2 + len(scored)) + 3 + len(forms) + len(harnesses) + 1
     return {
         "cells": len(scenario.cells),
         "repetitions": scenario.repetitions,

@@ -140,15 +140,19 @@ def provenance_rows(result: SynthesisResult, scenario) -> list[dict]:
 
 
 def usage_totals(runs: list[RunRecord]) -> dict:
-    def total(getter) -> float:
-        found = (getter(run.provenance) for run in runs)
+    def total(getter, among=runs) -> float:
+        found = (getter(run.provenance) for run in among)
         return sum(v for v in found if isinstance(v, int | float) and not isinstance(v, bool))
+
+    # The offline model costs nothing, whatever price its harness was told.
+    priced = [run for run in runs if run.provenance.get("provider") != "offline"]
 
     return {
         "duration_s": total(lambda p: p.get("duration_s")),
         "input_tokens": total(lambda p: (p.get("tokens") or {}).get("input")),
         "output_tokens": total(lambda p: (p.get("tokens") or {}).get("output")),
-        "cost_usd": total(lambda p: p.get("cost_usd")),
+        "cost_usd": total(lambda p: p.get("cost_usd"), priced),
+        "priced_runs": len(priced),
     }
 
 
@@ -241,6 +245,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
             "input_tokens": count_text(usage["input_tokens"]),
             "output_tokens": count_text(usage["output_tokens"]),
             "cost_usd": f"{usage['cost_usd']:.2f}",
+            "priced_runs": usage["priced_runs"],
         },
     }
 

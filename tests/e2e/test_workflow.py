@@ -75,7 +75,13 @@ def test_editing_a_validator_reruns_its_jobs_never_an_agent_run(
     script = project / "demo" / "validators" / "scope.py"
     script.write_text(script.read_text() + "\n# stricter wording\n")
     planned = dry_run(project)
-    assert planned == {"validate_run": 8, "measure_run": 8, "synthesize": 1, "form_blank": 1}
+    assert planned == {
+        "validate_run": 8,
+        "measure_run": 8,
+        "synthesize": 1,
+        "form_blank": 1,
+        "report": 1,
+    }
     result = snakemake(project)
     assert result.returncode == 0, result.stderr[-3000:]
     assert job_counts(result.stderr + result.stdout) == planned
@@ -93,7 +99,7 @@ def test_a_metric_already_returned_becomes_scored_without_remeasuring(
         )
     )
     planned = dry_run(project)
-    assert set(planned) <= {"measure_run", "synthesize", "form_blank", "freeze_scenario"}
+    assert set(planned) <= {"measure_run", "synthesize", "form_blank", "freeze_scenario", "report"}
     assert planned["measure_run"] == 8
     result = snakemake(project)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -114,7 +120,7 @@ def test_editing_the_synthesis_template_reruns_only_the_synthesis(
     # Snakemake compares a checksum, not only the mtime: the edit must change the content.
     try:
         template.write_bytes(original + b"{# an edit #}\n")
-        assert dry_run(project) == {"synthesize": 1}
+        assert dry_run(project) == {"synthesize": 1, "report": 1}
     finally:
         template.write_bytes(original)
         os.utime(template, ns=(stat.st_atime_ns, stat.st_mtime_ns))
@@ -220,7 +226,13 @@ def test_form_round_trip_updates_only_measures_and_synthesis(
         filled.append(line)
     (forms / "review.toml").write_text("\n".join(filled) + "\n")
     planned = dry_run(project)
-    assert planned == {"ingest_form": 1, "measure_run": 8, "synthesize": 1, "form_blank": 1}
+    assert planned == {
+        "ingest_form": 1,
+        "measure_run": 8,
+        "synthesize": 1,
+        "form_blank": 1,
+        "report": 1,
+    }
     result = snakemake(project)
     assert result.returncode == 0, result.stderr[-3000:]
     measures = [json.loads(p.read_text()) for p in measures_files(project)]

@@ -1,0 +1,222 @@
+"""Progress in runs, not jobs, while the workflow runs.
+
+A person watching a matrix wants `12/40 runs · 0 faults · 1m10s · ~3m left · 180k tokens`,
+not Snakemake's job count (four jobs a run, and cheap ones). `start_progress(run_folders)`,
+called from the Snakefile's `onstart:` handler, starts a daemon thread in the Snakemake process
+that looks at the run folders every few seconds (a measures.json is a measured run; each line
+of a faults.jsonl is a fault) and prints a line whenever the count changes. It reads only
+files, so it works the same when the jobs run on a cluster's nodes.
+
+Cost is shown only where a provider reports it: the offline model costs nothing (pi is told
+prices for it all the same), so its runs count no dollars and the line says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+OFFLINE_PROVIDER = "offline"
+MEASURES_FILE = "measures.json"
+FAULTS_FILE = "faults.jsonl"
+INTERVAL_S = 5.0
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    """What a measured run used, from its measures.json provenance."""
+
+    tokens: int
+    cost_usd: float | None  # None: no cost reported, or the offline model
+    offline: bool
+
+
+@dataclass
+class Snapshot:
+    """The runs as the files show them at one moment."""
+
+    total: int
+    measured: int
+    faults: int
+    tokens: int
+    cost_usd: float  # over the runs whose provider reports a cost
+    priced_runs: int
+    offline_runs: int
+
+
+@dataclass
+class RunCounter:
+    """Counts the runs of a list of run folders, reading each measures.json once."""
+
+    folders: list[Path]
+    _usage: dict[Path, tuple[int, RunUsage]] = field(default_factory=dict)
+
+    def snapshot(self) -> Snapshot:
+        measured = faults = tokens = priced = offline = 0
+        cost = 0.0
+        for folder in self.folders:
+            faults += count_lines(folder / FAULTS_FILE)
+            usage = self._measured(folder / MEASURES_FILE)
+            if usage is None:
+                continue
+            measured += 1
+            tokens += usage.tokens
+            offline += usage.offline
+            if usage.cost_usd is not None:
+                priced += 1
+                cost += usage.cost_usd
+        return Snapshot(len(self.folders), measured, faults, tokens, cost, priced, offline)
+
+    def _measured(self, path: Path) -> RunUsage | None:
+        try:
+            stamp = os.stat(path).st_mtime_ns
+        except OSError:
+            self._usage.pop(path, None)
+            return None
+        known = self._usage.get(path)
+        if known is None or known[0] != stamp:
+            known = (stamp, read_usage(path))
+            self._usage[path] = known
+        return known[1]
+
+
+def read_usage(path: Path) -> RunUsage:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        provenance = data.get("provenance") or {}
+    except (OSError, ValueError, AttributeError):
+        return RunUsage(0, None, False)
+    tokens = provenance.get("tokens") or {}
+    used = sum(v for v in tokens.values() if isinstance(v, int) and not isinstance(v, bool))
+    offline = provenance.get("provider") == OFFLINE_PROVIDER
+    cost = provenance.get("cost_usd")
+    priced = not offline and isinstance(cost, int | float) and not isinstance(cost, bool)
+    return RunUsage(used, float(cost) if priced else None, offline)
+
+
+def count_lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as handle:
+            return sum(1 for line in handle if line.strip())
+    except OSError:
+        return 0
+
+
+# ------------------------------------------------------------------------------ the line
+
+
+def progress_line(now: Snapshot, start: Snapshot, elapsed_s: float) -> str:
+    """`12/40 runs · 0 faults · 1m10s · ~3m left · 180k tokens` (and the cost, if any)."""
+    parts = [
+        f"{now.measured}/{now.total} runs",
+        f"{now.faults - start.faults} fault{'s' if now.faults - start.faults != 1 else ''}",
+        duration(elapsed_s),
+    ]
+    left = time_left(now, start, elapsed_s)
+    if left is not None:
+        parts.append(f"~{duration(left, coarse=True)} left")
+    parts.append(f"{count(now.tokens)} tokens")
+    if now.priced_runs:
+        parts.append(f"{now.cost_usd:.2f} USD")
+    elif now.offline_runs and now.offline_runs == now.measured:
+        parts.append("no cost (offline model)")
+    return "agentab: " + " · ".join(parts)
+
+
+def time_left(now: Snapshot, start: Snapshot, elapsed_s: float) -> float | None:
+    """The remaining runs at the pace of the runs measured since the start; None until one
+    is, and once every run is."""
+    done = now.measured - start.measured
+    if done <= 0 or elapsed_s <= 0 or now.measured >= now.total:
+        return None
+    return (now.total - now.measured) * elapsed_s / done
+
+
+def duration(seconds: float, coarse: bool = False) -> str:
+    """41s, 1m10s, 2h05m; coarse: 40s, 3m, 2h05m (an estimate has no seconds to give)."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, rest = divmod(seconds, 60)
+    if minutes < 60:
+        if coarse:
+            return f"{minutes + (rest >= 30)}m"
+        return f"{minutes}m{rest:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def count(value: int) -> str:
+    """950, 180k, 1.2M."""
+    if value < 1000:
+        return str(value)
+    if value < 1_000_000:
+        return f"{value / 1000:.0f}k" if value >= 10_000 else f"{value / 1000:.1f}k"
+    return f"{value / 1_000_000:.1f}M"
+
+
+# ---------------------------------------------------------------------------- the thread
+
+
+class Progress:
+    """A daemon thread printing the progress line whenever the runs or faults change."""
+
+    def __init__(
+        self,
+        folders: Iterable[Path],
+        out: TextIO | None = None,
+        interval_s: float = INTERVAL_S,
+        clock=time.monotonic,
+    ):
+        self.counter = RunCounter([Path(folder) for folder in folders])
+        self.out = out
+        self.interval_s = interval_s
+        self.clock = clock
+        self.started = clock()
+        self.start = self.counter.snapshot()
+        self.shown: tuple[int, int] | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="agentab-progress", daemon=True)
+
+    def begin(self) -> Progress:
+        self.tick()
+        self._thread.start()
+        return self
+
+    def tick(self, force: bool = False) -> str | None:
+        """Print the line if the counts changed since the last one (or when forced)."""
+        now = self.counter.snapshot()
+        key = (now.measured, now.faults)
+        if key == self.shown and not force:
+            return None
+        self.shown = key
+        line = progress_line(now, self.start, self.clock() - self.started)
+        out = self.out or sys.stderr
+        print(line, file=out, flush=True)
+        return line
+
+    def stop(self) -> None:
+        """End the thread, and print the last line if it changed."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=self.interval_s + 1)
+        self.tick()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.tick()
+            except Exception as error:  # a progress line must never stop the workflow
+                print(f"agentab: progress stopped: {error}", file=self.out or sys.stderr)
+                return
+
+
+def start_progress(folders: Iterable[Path], interval_s: float = INTERVAL_S) -> Progress:
+    return Progress(folders, interval_s=interval_s).begin()

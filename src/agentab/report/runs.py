@@ -1,0 +1,126 @@
+"""Every run a results folder should hold, with its status and the reason for it.
+
+A run's status is its measures.json's (`valid`, `invalid`, `failed`); a run without one is a
+`fault` when its folder keeps a `faults.jsonl` (the harness could not do it, and the workflow
+will redo it), `missing` otherwise; a measures.json that cannot be read is `unreadable`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentab.measures import run_id
+from agentab.report.sources import BadFile, RunRecord, read_runs
+
+FAULTS_FILE = "faults.jsonl"
+RUN_STATUSES = ("valid", "invalid", "failed", "fault", "missing", "unreadable")
+# Keys a faults.jsonl line may say its reason under, the most telling first.
+FAULT_REASON_KEYS = ("reason", "message", "problem", "error")
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """One expected run: where it lives, what became of it, and why."""
+
+    run: str  # <cell slug>/r<NN>
+    cell: str
+    rep: int
+    status: str
+    reason: str
+    faults: int = 0  # attempts the harness could not do, kept in faults.jsonl
+    record: RunRecord | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def slug(self) -> str:
+        return self.run.partition("/")[0]
+
+    @property
+    def folder(self) -> str:
+        """The run's folder, relative to the results folder."""
+        return f"runs/{self.run}"
+
+
+def list_runs(
+    results_dir: Path,
+    scenario,
+    records: list[RunRecord] | None = None,
+    bad_files: list[BadFile] | None = None,
+) -> list[RunEntry]:
+    """Every run of the scenario (cells in matrix order, then repetitions), and any measured
+    run the scenario no longer plans, last. `records` and `bad_files`: what `read_runs` gave,
+    when the caller has read them already."""
+    results_dir = Path(results_dir)
+    if records is None or bad_files is None:
+        records, bad_files = read_runs(results_dir, scenario)
+    by_run = {record.run: record for record in records}
+    unreadable = {bad.path.rpartition("/")[0].removeprefix("runs/"): bad for bad in bad_files}
+    entries = []
+    for cell in scenario.cells:
+        for rep in range(1, scenario.repetitions + 1):
+            run = run_id(cell.slug, rep)
+            faults = read_faults(results_dir / "runs" / run)
+            record = by_run.pop(run, None)
+            if record is not None:
+                entries.append(_measured(record, len(faults)))
+            elif run in unreadable:
+                reason = f"{unreadable[run].path} {unreadable[run].message}"
+                entries.append(RunEntry(run, cell.name, rep, "unreadable", reason, len(faults)))
+            elif faults:
+                reason = fault_reason(faults[-1])
+                entries.append(RunEntry(run, cell.name, rep, "fault", reason, len(faults)))
+            else:
+                entries.append(RunEntry(run, cell.name, rep, "missing", "no measures.json yet"))
+    # Runs beyond the scenario's repetitions (it was lowered after they ran) are still shown.
+    for record in by_run.values():
+        entries.append(_measured(record, len(read_faults(results_dir / "runs" / record.run))))
+    return entries
+
+
+def _measured(record: RunRecord, faults: int) -> RunEntry:
+    return RunEntry(
+        run=record.run,
+        cell=record.cell,
+        rep=record.rep,
+        status=record.status,
+        reason=run_reason(record),
+        faults=faults,
+        record=record,
+    )
+
+
+def run_reason(record: RunRecord) -> str:
+    """Why a run is not scored, or what it still waits for."""
+    if record.problems:
+        return "; ".join(record.problems)
+    if record.status != "valid":
+        return "no reason recorded"
+    if record.pending:
+        return f"pending a form: {', '.join(record.pending)}"
+    return ""
+
+
+def read_faults(folder: Path) -> list[dict]:
+    """The attempts the harness could not do, oldest first (one JSON object a line)."""
+    try:
+        text = (Path(folder) / FAULTS_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    faults = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            item = {"reason": line.strip()}
+        faults.append(item if isinstance(item, dict) else {"reason": str(item)})
+    return faults
+
+
+def fault_reason(fault: dict) -> str:
+    for key in FAULT_REASON_KEYS:
+        if fault.get(key):
+            return " ".join(str(fault[key]).split())
+    return json.dumps(fault, ensure_ascii=False, sort_keys=True)

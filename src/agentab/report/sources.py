@@ -1,0 +1,77 @@
+"""What the report reads from the synthesis: the one place this package imports it.
+
+The report is built from the same files as the synthesis (the frozen scenario and the
+measures.json files), and it computes the gaps the way `synthesize()` does: the same fixed
+seed, so the same verdicts. Nothing is written here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentab.prose import report_context
+from agentab.results import (
+    STATUSES,
+    BadFile,
+    MissingRun,
+    RunRecord,
+    load_frozen_scenario,
+    missing_runs,
+    read_runs,
+)
+from agentab.synthesis import output_paths
+from agentab.verdicts import (
+    PENDING_NOTE,
+    ScoredValues,
+    SynthesisResult,
+    compute_cell_values,
+    compute_gaps,
+    decide_metric_types,
+)
+
+__all__ = [
+    "PENDING_NOTE",
+    "STATUSES",
+    "BadFile",
+    "MissingRun",
+    "RunRecord",
+    "load_frozen_scenario",
+    "missing_runs",
+    "read_runs",
+    "synthesis_context",
+    "synthesis_outputs",
+]
+
+
+def synthesis_outputs(results_dir: Path) -> list[Path]:
+    """The files `agentab synthesize` writes in a results folder."""
+    return list(output_paths(Path(results_dir)).values())
+
+
+def synthesis_context(
+    results_dir: Path, scenario, runs: list[RunRecord], bad_files: list[BadFile]
+) -> dict:
+    """The synthesis, computed as `synthesize()` computes it, as its template sees it.
+
+    `runs` and `bad_files` are what `read_runs` gave. The keys the report uses: matrix, metrics, values, gaps, isolated, invalid, failed,
+    pending, missing, bad_files, provenance, usage, counts, expected_runs, holm_level.
+    """
+    results_dir = Path(results_dir)
+    present = {f"runs/{run.run}" for run in runs} | {
+        bad.path.rpartition("/")[0] for bad in bad_files
+    }
+    scored = ScoredValues.of(runs, scenario.metrics)
+    types = decide_metric_types(scored, scenario)
+    cell_values = compute_cell_values(scored, scenario, types)
+    result = SynthesisResult(
+        results_dir=results_dir,
+        scenario_name=scenario.name,
+        outputs={},
+        runs=runs,
+        metric_types=types,
+        cell_values=cell_values,
+        gaps=compute_gaps(scored, scenario, types, cell_values),
+        missing=missing_runs(results_dir, scenario, present),
+        bad_files=bad_files,
+    )
+    return report_context(result, scenario)

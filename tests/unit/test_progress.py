@@ -1,0 +1,111 @@
+"""The progress line in runs: its wording, and the counting from the run folders."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+
+from agentab.progress import Progress, RunCounter, Snapshot, count, duration, progress_line
+
+
+def snapshot(measured=0, total=40, faults=0, tokens=0, cost=0.0, priced=0, offline=0):
+    return Snapshot(total, measured, faults, tokens, cost, priced, offline)
+
+
+def test_the_line_says_runs_faults_time_left_and_tokens() -> None:
+    start = snapshot(measured=0)
+    now = snapshot(measured=12, tokens=180_000)
+    line = progress_line(now, start, elapsed_s=70)
+    # 28 runs left at 70 s per 12 runs: 163 s
+    assert line == "agentab: 12/40 runs · 0 faults · 1m10s · ~3m left · 180k tokens"
+
+
+def test_the_estimate_uses_the_pace_of_this_invocation_only() -> None:
+    start = snapshot(measured=30)  # measured before this invocation
+    assert "left" not in progress_line(snapshot(measured=30), start, 10)
+    assert "~1m left" in progress_line(snapshot(measured=31), start, 9)  # 9 runs × 9 s
+    assert "left" not in progress_line(snapshot(measured=40), start, 100)  # done
+
+
+def test_faults_are_counted_since_the_start() -> None:
+    line = progress_line(snapshot(measured=1, faults=3), snapshot(faults=2), 5)
+    assert " · 1 fault · " in line
+
+
+def test_cost_only_where_a_provider_reports_one() -> None:
+    offline = snapshot(measured=4, offline=4, tokens=950)
+    assert progress_line(offline, snapshot(), 5).endswith("950 tokens · no cost (offline model)")
+    assert "USD" not in progress_line(offline, snapshot(), 5)
+    priced = snapshot(measured=4, offline=2, priced=2, cost=1.234)
+    assert progress_line(priced, snapshot(), 5).endswith(" · 1.23 USD")
+    unreported = snapshot(measured=4)
+    assert progress_line(unreported, snapshot(), 5).endswith(" tokens")
+
+
+def test_durations_and_counts_read_as_a_person_writes_them() -> None:
+    assert [duration(s) for s in (0, 41.4, 70, 3599, 7500)] == [
+        "0s",
+        "41s",
+        "1m10s",
+        "59m59s",
+        "2h05m",
+    ]
+    assert [duration(s, coarse=True) for s in (40, 163, 150)] == ["40s", "3m", "3m"]
+    assert [count(n) for n in (950, 1234, 48_000, 180_400, 2_345_678)] == [
+        "950",
+        "1.2k",
+        "48k",
+        "180k",
+        "2.3M",
+    ]
+
+
+def write_measures(folder: Path, provider="offline", cost=0.8, tokens=(100, 20)) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    provenance = {
+        "provider": provider,
+        "cost_usd": cost,
+        "tokens": {"input": tokens[0], "output": tokens[1]},
+    }
+    (folder / "measures.json").write_text(json.dumps({"provenance": provenance}))
+
+
+def test_counting_reads_measures_and_fault_lines(tmp_path: Path) -> None:
+    folders = [tmp_path / "runs" / "a" / f"r{n:02d}" for n in range(1, 5)]
+    write_measures(folders[0])  # offline: its cost is not counted
+    write_measures(folders[1], provider="anthropic", cost=0.25, tokens=(1000, 200))
+    folders[2].mkdir(parents=True)
+    (folders[2] / "faults.jsonl").write_text('{"reason": "529"}\n{"reason": "crash"}\n\n')
+    now = RunCounter(folders).snapshot()
+    assert (now.total, now.measured, now.faults, now.tokens) == (4, 2, 2, 1320)
+    assert (now.priced_runs, now.cost_usd, now.offline_runs) == (1, 0.25, 1)
+
+
+def test_a_line_is_printed_when_the_count_changes_and_only_then(tmp_path: Path) -> None:
+    folders = [tmp_path / f"r{n:02d}" for n in range(1, 3)]
+    out = io.StringIO()
+    clock = iter([0.0, 10.0, 20.0, 30.0]).__next__  # read only when a line is printed
+    progress = Progress(folders, out=out, clock=clock)
+    assert progress.tick() == "agentab: 0/2 runs · 0 faults · 10s · 0 tokens"
+    assert progress.tick() is None  # nothing changed: nothing printed
+    write_measures(folders[0])
+    assert progress.tick().startswith("agentab: 1/2 runs · 0 faults · 20s · ~20s left")
+    write_measures(folders[1])
+    progress.stop()
+    assert out.getvalue().splitlines()[-1] == (
+        "agentab: 2/2 runs · 0 faults · 30s · 240 tokens · no cost (offline model)"
+    )
+
+
+def test_the_thread_prints_as_runs_are_measured(tmp_path: Path) -> None:
+    folders = [tmp_path / "r01"]
+    out = io.StringIO()
+    progress = Progress(folders, out=out, interval_s=0.05).begin()
+    write_measures(folders[0])
+    deadline = time.monotonic() + 5
+    while "1/1 runs" not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    progress.stop()
+    assert "agentab: 0/1 runs" in out.getvalue() and "agentab: 1/1 runs" in out.getvalue()

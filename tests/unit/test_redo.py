@@ -1,0 +1,113 @@
+"""`agentab runs` and `agentab redo` on a small synthetic results folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentab.cli import main
+from agentab.errors import AgentabError
+from agentab.report import build_report
+from agentab.report.redo import normalise_run_id, redo_runs
+from agentab.synthesis import synthesize
+from tests.unit.report_folder import write_results
+
+SYNTHESIS = ("synthesis.md", "cells.csv", "gaps.csv", "measures.csv", "gaps.png", "gaps.svg")
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    folder = write_results(tmp_path / "results" / "tests-rule")
+    synthesize(folder)
+    build_report(folder)
+    return folder
+
+
+def test_runs_lists_every_run_with_status_and_reason(results: Path, capsys) -> None:
+    assert main(["runs", str(results)]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0].split() == ["RUN", "STATUS", "CELL", "REASON"]
+    assert len(lines) == 21
+    assert any(line.split()[:2] == ["rule/r10", "fault"] for line in lines)
+    assert any(line.split()[:2] == ["nothing/r10", "missing"] for line in lines)
+    assert "20 runs: 17 valid, 1 invalid, 1 fault, 1 missing" in err
+
+
+def test_runs_filters_by_status_and_speaks_json(results: Path, capsys) -> None:
+    assert main(["runs", str(results), "--status", "invalid", "--status", "fault", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(row["run"], row["status"]) for row in rows] == [
+        ("rule/r02", "invalid"),
+        ("rule/r10", "fault"),
+    ]
+    assert "SyntaxError" in rows[0]["reason"] and rows[1]["faults"] == 1
+
+
+def test_redo_removes_the_runs_files_but_their_fault_history(results: Path) -> None:
+    (results / "runs" / "rule" / "r03" / "faults.jsonl").write_text('{"reason": "529"}\n')
+    result = redo_runs(results, ["rule/r03"])
+    assert [entry.run for entry in result.runs] == ["rule/r03"]
+    assert [p.name for p in (results / "runs" / "rule" / "r03").iterdir()] == ["faults.jsonl"]
+    for name in SYNTHESIS:
+        assert not (results / name).exists(), name
+    assert not (results / "report").exists()
+    # every other run is untouched
+    assert (results / "runs" / "rule" / "r04" / "measures.json").exists()
+    assert (results / "runs" / "nothing" / "r03" / "transcript.jsonl").exists()
+    assert (results / "scenario.toml").exists()
+
+
+def test_redo_by_status_takes_every_run_of_it(results: Path) -> None:
+    result = redo_runs(results, statuses=["invalid", "fault"])
+    assert [entry.run for entry in result.runs] == ["rule/r02", "rule/r10"]
+    assert not (results / "runs" / "rule" / "r02" / "measures.json").exists()
+    assert (results / "runs" / "rule" / "r10" / "faults.jsonl").exists()
+
+
+def test_redo_removes_checked_answers_only_of_a_filled_form(results: Path) -> None:
+    keys = results / ".form-keys"
+    keys.mkdir()
+    (keys / "review.json").write_text("{}")  # the id -> run mapping: never removed
+    (keys / "review.answers.json").write_text("{}")
+    redo_runs(results, ["nothing/r01"])
+    assert (keys / "review.answers.json").exists()  # no filled form: nothing depends on it
+    (results / "forms").mkdir()
+    (results / "forms" / "review.toml").write_text("")
+    redo_runs(results, ["nothing/r02"])
+    assert not (keys / "review.answers.json").exists()
+    assert (keys / "review.json").exists()
+
+
+def test_nothing_chosen_removes_nothing(results: Path) -> None:
+    result = redo_runs(results, statuses=["failed"])
+    assert result.runs == [] and result.removed == []
+    assert (results / "synthesis.md").exists()
+
+
+def test_an_unknown_run_or_status_is_a_clear_error(results: Path, capsys) -> None:
+    with pytest.raises(AgentabError, match="no such run: rule/r99"):
+        redo_runs(results, ["rule/r99"])
+    with pytest.raises(AgentabError, match="cannot redo runs by status 'valid'"):
+        redo_runs(results, statuses=["valid"])
+    assert (results / "synthesis.md").exists()
+    assert main(["redo", str(results)]) == 2
+    assert "no run chosen" in capsys.readouterr().err
+
+
+def test_the_redo_command_says_what_it_removed(results: Path, capsys) -> None:
+    assert main(["redo", str(results), "runs/rule/r02/"]) == 0
+    out = capsys.readouterr().out
+    assert "redo rule/r02 (invalid: validator tests: exit status 1" in out
+    assert "synthesis.md" in out and "report" in out
+    assert "1 runs to redo" in out
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["rule-off/r03", "rule-off/r03/", "runs/rule-off/r03", "results/demo/runs/rule-off/r03/"],
+)
+def test_a_run_may_be_named_by_its_folder(given: str) -> None:
+    assert normalise_run_id(given) == "rule-off/r03"
