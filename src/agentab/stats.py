@@ -37,7 +37,7 @@ from agentab.metrics import MEDIAN, RATE, median
 # bootstrap of one or two values has (almost) no spread, so chance alone looks certain. The
 # number is the smallest group size from which the rule's false-positive rate stays at or under
 # 5% in simulation (benchmarks/sim_small_samples.py; the table is in docs/synthesis.md).
-MIN_RUNS_PER_GROUP = 5
+MIN_RUNS_PER_GROUP = 9
 SEED = 20_250_101
 DRAWS = 10_000
 CONFIDENCE = 0.95

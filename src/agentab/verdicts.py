@@ -8,6 +8,8 @@ nothing depends on time or on the order gaps are computed.
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -48,6 +50,7 @@ class Gap:
     value_ref: float
     verdict: stats.GapVerdict
     p_holm: float
+    note: str = ""  # why an interval that excludes 0 is still not an established gap
 
     @property
     def survives_holm(self) -> bool:
@@ -199,7 +202,8 @@ def compute_gaps(
     )
     adjusted = stats.holm([verdict.p for verdict in verdicts])
     return [
-        Gap(
+        too_few_runs(
+            Gap(
             cell=cell,
             reference=scenario.reference,
             metric=metric,
@@ -208,13 +212,28 @@ def compute_gaps(
             n_ref=theirs.n,
             value_cell=mine.value,
             value_ref=theirs.value,
-            verdict=verdict,
-            p_holm=p_holm,
+                verdict=verdict,
+                p_holm=p_holm,
+            )
         )
         for (cell, metric, mine, theirs), verdict, p_holm in zip(
             judged, verdicts, adjusted, strict=True
         )
     ]
+
+
+def too_few_runs(gap: Gap) -> Gap:
+    """A gap is never established from fewer than stats.MIN_RUNS_PER_GROUP valid runs in either
+    group: a bootstrap of so few values has too little spread, and chance alone looks certain."""
+    smallest = min(gap.n_cell, gap.n_ref)
+    if smallest >= stats.MIN_RUNS_PER_GROUP or not gap.verdict.is_established:
+        return gap
+    note = (
+        f"its interval excludes 0, but with {smallest} valid run{'s' * (smallest != 1)} in a "
+        f"group a gap needs at least {stats.MIN_RUNS_PER_GROUP} per group to be established"
+    )
+    verdict = dataclasses.replace(gap.verdict, verdict=stats.INCONCLUSIVE)
+    return dataclasses.replace(gap, verdict=verdict, note=note)
 
 
 def _resampling_cost(scored: ScoredValues, types, group: tuple[str, str]) -> int:

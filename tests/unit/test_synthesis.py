@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agentab import stats
 from agentab.errors import AgentabError
 from agentab.synthesis import synthesize
 
@@ -375,3 +376,27 @@ def test_a_run_folder_without_measures_is_missing_and_hidden_folders_are_ignored
     result = synthesize(folder)
     assert [missing.path for missing in result.missing] == ["runs/rule/r02"]
     assert result.bad_files == []
+
+
+@pytest.mark.parametrize("repetitions", [1, 2, 8])
+def test_no_gap_is_established_from_fewer_runs_than_the_minimum(tmp_path, repetitions):
+    # One run each: "ran_tests" 1/1 against 0/1, an interval [+100, +100] of no spread.
+    folder = write_scenario(tmp_path / "results", repetitions=repetitions)
+    for rep in range(1, repetitions + 1):
+        write_run(folder, "nothing", rep, {"ran_tests": False, "turns": 5})
+        write_run(folder, "rule", rep, {"ran_tests": True, "turns": 9})
+    result = synthesize(folder)
+    assert result.established == []
+    gap = next(gap for gap in result.gaps if gap.metric == "ran_tests")
+    assert gap.verdict.ci_low > 0 and "at least 9 per group" in gap.note
+    gaps = {row["metric"]: row for row in read_csv(folder / "gaps.csv")}
+    assert gaps["ran_tests"]["verdict"] == "inconclusive"
+    assert "Inconclusive for want of runs" in (folder / "synthesis.md").read_text("utf-8")
+
+
+def test_at_the_minimum_the_same_gap_is_established(tmp_path):
+    folder = write_scenario(tmp_path / "results", repetitions=stats.MIN_RUNS_PER_GROUP)
+    for rep in range(1, stats.MIN_RUNS_PER_GROUP + 1):
+        write_run(folder, "nothing", rep, {"ran_tests": False, "turns": 5})
+        write_run(folder, "rule", rep, {"ran_tests": True, "turns": 9})
+    assert {gap.metric for gap in synthesize(folder).established} == {"ran_tests", "turns"}
