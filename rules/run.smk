@@ -13,6 +13,7 @@ rule run_agent:
         transcript=run_file("transcript"),
         patch=run_file("patch"),
         model_requests=run_file("model_requests"),
+        receipt=run_file("receipt"),
     log:
         run_file("log", "run"),
     benchmark:
@@ -37,6 +38,7 @@ rule run_agent:
         "--rep {params.rep} --work-root {WORK:q} --record {output.record:q} "
         "--stream {output.stream:q} --transcript {output.transcript:q} "
         "--patch {output.patch:q} --model-requests {output.model_requests:q} "
+        "--receipt {output.receipt:q} "
         "--agent-stderr {params.stderr:q} --lock {params.lock:q} "
         "--earlier-attempts {params.earlier:q} --faults {params.faults:q} "
         "--harnesses-dir {HARNESSES:q} --mirrors-dir {MIRRORS:q} {CREDENTIALS} > {log:q} 2>&1"

@@ -33,7 +33,9 @@ from agentab.harnesses.base import (
 )
 from agentab.layout import run_id
 from agentab.offline_model import serve
+from agentab.offline_model.policy import load_policy
 from agentab.process import CannotStart, ProcessResult, end_stale_twin, run_process
+from agentab.receipts import build_receipt, receipt_summary, unrecorded_receipt
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
 
@@ -51,6 +53,7 @@ class RunFiles:
     lock: Path
     earlier_attempts: Path
     faults: Path
+    receipt: Path
 
     @property
     def folder(self) -> Path:
@@ -87,6 +90,11 @@ def set_aside_earlier_attempt(files: RunFiles) -> None:
     number = len(list(files.earlier_attempts.glob("attempt-*"))) + 1
     kept = files.earlier_attempts / f"attempt-{number}-{files.model_requests.name}"
     files.model_requests.replace(kept)
+
+
+def offline_policy_source(scenario, model: str) -> str:
+    """A shipped policy by name, or a policy file named relative to the scenario."""
+    return str((scenario.dir / model).resolve()) if model.endswith(".toml") else model
 
 
 def ensure_fresh_clone(etalon, clone: Path, mirrors_dir: Path) -> str:
@@ -234,10 +242,17 @@ def perform_run(
     )
     offline = cell.agent.provider == "offline"
     seed = offline_seed(scenario.name, cell.slug, rep) if offline else None
-    try:
-        run = run_agent(
-            harness, installation, spec, files, cell.agent.model if offline else None, seed or 0
+    policy = offline_policy_source(scenario, cell.agent.model) if offline else None
+    if policy is not None:
+        # The model id the harness is told: the policy's name (a policy file names its model by
+        # its stem), and whether the model can reason, as a real catalogue would say.
+        spec = replace(
+            spec,
+            model=Path(policy).stem if policy.endswith(".toml") else policy,
+            model_can_reason=bool(load_policy(policy).settings.get("reasoning", True)),
         )
+    try:
+        run = run_agent(harness, installation, spec, files, policy, seed or 0)
         # Against the SHA recorded at clone time: the agent may move or delete the tag.
         files.patch.write_bytes(etalon_module.result_patch(clone, sha))
     except HarnessFault as fault:
@@ -247,7 +262,13 @@ def perform_run(
         shutil.rmtree(spec.scratch, ignore_errors=True)
         if own_folder is not None:
             shutil.rmtree(own_folder, ignore_errors=True)
-    files.model_requests.touch()  # recorded for every provider; empty when nothing reached one
+    files.model_requests.touch()  # a declared output; empty when nothing was recorded
+    if offline:
+        receipt = build_receipt(cell, spec.model, harness, run.facts, files.model_requests, clone)
+    else:  # no recording proxy yet: a real provider's requests prove nothing either way
+        receipt = unrecorded_receipt(cell.agent.provider)
+    write_json(receipt, files.receipt)
     record = run_record(scenario, cell, rep, harness, sha, run, seed)
+    record["receipt"] = receipt_summary(receipt)
     write_json(record, files.record)  # last: its presence means the run has an outcome
     return record

@@ -73,6 +73,7 @@ def build_measures(
         "problems": [],
         "pending": [],
         "provenance": provenance(run),
+        "receipt": run.get("receipt"),
     }
     outcome = run.get("outcome") or {}
     if outcome.get("status") == "failed":
@@ -80,6 +81,12 @@ def build_measures(
         measures["problems"].append(outcome.get("reason") or "the agent's run failed")
         return measures
 
+    receipt = run.get("receipt") or {}
+    if receipt.get("delivered") is False:
+        # Not scored: the run measured something other than its cell (DESIGN §8). Not a fault
+        # either: a retry would repeat a systematic drop.
+        problems = "; ".join(receipt.get("problems") or ["the receipt found no delivery"])
+        measures["problems"].append(f"treatment-not-delivered: {problems}")
     returned: dict = {}
     producers: dict[str, str] = {}
 

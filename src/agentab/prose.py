@@ -176,6 +176,36 @@ def render_markdown(result: SynthesisResult, scenario) -> str:
     return environment.get_template("synthesis.md.j2").render(report_context(result, scenario))
 
 
+def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
+    """Cells whose treatment did not reach the model, by their receipts (DESIGN §8)."""
+    undelivered: Counter = Counter()
+    prints: dict[str, set] = defaultdict(set)
+    for run in result.runs:
+        receipt = run.receipt or {}
+        if receipt.get("delivered") is False:
+            undelivered[run.cell] += 1
+        if receipt.get("fingerprint"):
+            prints[run.cell].add(receipt["fingerprint"])
+    warnings = [
+        f"`{cell.name}`: {undelivered[cell.name]} run{'s' * (undelivered[cell.name] != 1)} "
+        "whose treatment did not reach the model (invalid: `treatment-not-delivered`)"
+        for cell in scenario.cells
+        if undelivered[cell.name]
+    ]
+    reference = prints.get(scenario.reference, set())
+    warnings += [
+        f"`{cell.name}`: its requests reached the model identical to the reference's "
+        f"(`{scenario.reference}`: same system prompt, tools, model and reasoning setting): "
+        "its delta never arrived, whatever its settings say"
+        for cell in scenario.cells
+        if cell.name != scenario.reference
+        and reference
+        and prints.get(cell.name)
+        and prints[cell.name] <= reference
+    ]
+    return warnings
+
+
 def report_context(result: SynthesisResult, scenario) -> dict:
     counts = result.status_counts()
     status_by_cell = Counter((run.cell, run.status) for run in result.runs)
@@ -189,6 +219,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
         pending[row.metric] += row.pending
     usage = usage_totals(result.runs)
     return {
+        "warnings": treatment_warnings(result, scenario),
         "scenario": scenario,
         "stats": stats,
         "holm_level": HOLM_LEVEL,

@@ -223,16 +223,25 @@ def receipt_summary(receipt: dict | None) -> dict | None:
     return {
         "delivered": receipt["delivered"],
         "requests": receipt["requests"],
-        "thinking_sent": receipt["thinking"]["sent"],
-        "thinking_applied": receipt["thinking"]["applied"],
+        "thinking_sent": receipt["thinking"].get("sent"),
+        "thinking_applied": receipt["thinking"].get("applied"),
         "unproven": [b["rel"] for b in receipt["bricks"] if b["delivered"] is None],
         "fingerprint": receipt.get("fingerprint"),
         "problems": list(receipt["problems"]),
     }
 
 
-def policy_reasons(policy_source: str) -> bool:
-    """Whether an offline policy's model can reason (`[policy] reasoning`, default true)."""
-    from agentab.offline_model.policy import load_policy
-
-    return bool(load_policy(policy_source).settings.get("reasoning", True))
+def unrecorded_receipt(provider: str) -> dict:
+    """The receipt of a run whose requests nobody recorded: nothing proven, nothing refuted."""
+    reason = f"requests to provider {provider} are not recorded yet: nothing can be proven"
+    return {
+        "schema": SCHEMA_VERSION,
+        "requests": None,
+        "delivered": None,
+        "model": {"delivered": None},
+        "thinking": {"sent": None, "applied": None, "delivered": None},
+        "bricks": [],
+        "fingerprint": None,
+        "problems": [],
+        "note": reason,
+    }

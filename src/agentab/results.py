@@ -35,6 +35,7 @@ class RunRecord:
     pending: list[str]
     problems: list[str]
     provenance: dict
+    receipt: dict | None = None  # the summary of the run's receipt.json, when it has one
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,7 @@ def _read_run(path: str, relative: str, cells_by_name: dict) -> RunRecord | BadF
         pending=list(data.get("pending") or []),
         problems=[str(item) for item in data.get("problems") or []],
         provenance=data.get("provenance") or {},
+        receipt=data.get("receipt") if isinstance(data.get("receipt"), dict) else None,
     )
 
 

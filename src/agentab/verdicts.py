@@ -9,7 +9,6 @@ nothing depends on time or on the order gaps are computed.
 from __future__ import annotations
 
 import dataclasses
-
 import os
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -204,14 +203,14 @@ def compute_gaps(
     return [
         too_few_runs(
             Gap(
-            cell=cell,
-            reference=scenario.reference,
-            metric=metric,
-            kind=types[metric].kind,
-            n_cell=mine.n,
-            n_ref=theirs.n,
-            value_cell=mine.value,
-            value_ref=theirs.value,
+                cell=cell,
+                reference=scenario.reference,
+                metric=metric,
+                kind=types[metric].kind,
+                n_cell=mine.n,
+                n_ref=theirs.n,
+                value_cell=mine.value,
+                value_ref=theirs.value,
                 verdict=verdict,
                 p_holm=p_holm,
             )

@@ -29,13 +29,8 @@ def write_run(results: Path, slug: str, rep: int, ok: bool = True, status: str =
     (folder / "validators").mkdir(parents=True)
     # The patch and the message differ per run, but name no cell: what a person must rate.
     (folder / "result.patch").write_text(f"--- a/calc.py\n+++ b/calc.py\n+# change {slug[::-1]}\n")
-    context = {
-        "run": f"{slug}/r{rep:02d}",
-        "final_message": f"done ({rep})",
-        "task_prompt": "Fix calc.py.",
-        "changed_files": ["calc.py"],
-    }
-    (folder / "context.json").write_text(json.dumps(context))
+    record = {"facts": {"final_message": f"done ({rep})"}, "outcome": {"status": "completed"}}
+    (folder / "run.json").write_text(json.dumps(record))
     outputs = {
         "tests": {"tests_pass": True},
         "behaviour": {"ran_tests": True, "turns": 4},
@@ -84,7 +79,10 @@ def test_the_blank_form_lists_every_valid_run_with_its_material(results, scenari
         run = keys["runs"][form_id]
         patch = results / "runs" / run / "result.patch"
         assert (material / f"{form_id}.diff").read_bytes() == patch.read_bytes()
-        assert (material / f"{form_id}.final_message.md").is_file()
+        rep = int(run.rsplit("/r", 1)[1])
+        assert (material / f"{form_id}.final_message.md").read_text() == f"done ({rep})\n"
+        task = (material / f"{form_id}.task_prompt.md").read_text()
+        assert "mean" in task and "(not recorded)" not in task
     assert "# readable = " in blank.read_text()
 
 
@@ -245,3 +243,18 @@ def test_the_form_command_writes_blanks_and_counts_pending(results, capsys):
     assert "is a boolean here but a number" in capsys.readouterr().err
     assert main(["form", "blank", str(results), "--validator", "tests"]) == 2
     assert "no form validator of this name" in capsys.readouterr().err
+
+
+def test_a_form_answer_for_a_metric_a_script_returns_is_refused_at_ingest(results, scenario):
+    # The form declares it fills `readable`; a script starts returning it too.
+    output = results / "runs" / scenario.cells[0].slug / "r01" / "validators" / "tests.json"
+    data = json.loads(output.read_text())
+    data["metrics"]["readable"] = True
+    output.write_text(json.dumps(data))
+    blank = write_blank_form(results, scenario, "review", seed=SEED)
+    form_id = listed_ids(blank.read_text())[0]
+    ResultsFolder(results).filled_form("review").write_text(
+        f'[runs."{form_id}"]\nreadable = false\n'
+    )
+    with pytest.raises(AgentabError, match="produced by validator 'tests'"):
+        read_form_answers(results, scenario, "review")

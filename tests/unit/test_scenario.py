@@ -492,3 +492,10 @@ def test_check_states_the_job_count_and_warns_on_a_huge_matrix(scenario_dir: Pat
     path = write(scenario_dir, SEED_MATRIX)
     assert main(["check", str(path)]) == 0
     assert "warning" not in capsys.readouterr().out
+
+
+def test_check_says_which_bricks_a_receipt_cannot_prove(scenario_dir: Path, capsys) -> None:
+    assert main(["check", str(write(scenario_dir, SEED_MATRIX))]) == 0
+    out = capsys.readouterr().out
+    assert "receipt     cannot prove that bricks/agents/reviewer.md reaches the model on pi" in out
+    assert "bricks/run-tests.md" not in out.split("receipt", 1)[1]

@@ -54,6 +54,7 @@ def run(args) -> int:
     if args.json:
         report = {"ok": True, **scenario.as_dict(), "jobs": workflow_jobs(scenario)}
         report["warnings"] = check_scale(scenario)
+        report["receipt_limits"] = receipt_limits(scenario)
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         print(render_matrix(scenario))
@@ -103,7 +104,24 @@ def render_matrix(scenario: Scenario) -> str:
         "and a measure per run)",
     ]
     lines += [f"warning     {warning}" for warning in check_scale(scenario)]
+    lines += [f"receipt     {limit}" for limit in receipt_limits(scenario)]
     return "\n".join(lines)
+
+
+def receipt_limits(scenario: Scenario) -> list[str]:
+    """Bricks whose delivery a run's receipt cannot prove on their cell's harness (DESIGN §8)."""
+    from agentab.harnesses import adapter_class
+
+    limits = {}
+    for cell in scenario.cells:
+        unprovable = adapter_class(cell.agent.harness).unprovable_bricks
+        for brick in cell.bricks:
+            if brick.kind in unprovable:
+                limits[(brick.rel, cell.agent.harness)] = (
+                    f"cannot prove that {brick.rel} reaches the model on {cell.agent.harness}: "
+                    f"{unprovable[brick.kind]}"
+                )
+    return list(limits.values())
 
 
 def scored(scenario: Scenario) -> list[str]:

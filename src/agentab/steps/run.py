@@ -26,6 +26,7 @@ FILE_OPTIONS = {
     "lock": "the lock holding the agent's process group",
     "earlier_attempts": "where an unfinished attempt's request log is set aside",
     "faults": "faults.jsonl: one line per attempt that ended in a fault",
+    "receipt": "receipt.json: what reached the model, checked against the cell",
 }
 
 

@@ -256,15 +256,18 @@ def _answer_problem(
     kinds: dict[str, tuple[str, str]],
 ) -> Problem | None:
     key = f"{where}.{metric}"
+    if metric in producers:
+        # Even a metric the form declares it fills: a script may return it at run time, and
+        # a form never overwrites a measured value (checked here, not discovered later).
+        return problem(
+            form,
+            key,
+            f"id {form_id}: {metric!r} is produced by validator {producers[metric]!r}; "
+            "a form may not overwrite a measured metric",
+            fix=f"remove {metric} from this form"
+            + (" and from the validator's fills" if metric in fills else ""),
+        )
     if metric not in fills:
-        if metric in producers:
-            return problem(
-                form,
-                key,
-                f"id {form_id}: {metric!r} is produced by validator {producers[metric]!r}; "
-                "a form may not overwrite a measured metric",
-                fix=f"remove {metric} from this form",
-            )
         return problem(
             form,
             key,

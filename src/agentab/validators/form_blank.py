@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentab.errors import AgentabError, problem
+from agentab.etalon import changed_files
 from agentab.layout import ResultsFolder, RunFolder, run_id
 
 MODE = "form"
@@ -32,8 +33,6 @@ MATERIAL_SUFFIX = {
 }
 MATERIAL_KEY = "material"
 ID_LENGTH = 8
-# What a run's validators were handed, where the material is read from.
-CONTEXT_FILE = "context.json"
 
 
 # --- the scenario's declaration -----------------------------------------------------------------
@@ -135,7 +134,7 @@ def write_blank_form(
     ids = _assign_ids(keys, runs)
     order = _shuffled(sorted(runs), keys["seed"])
     shows = list(spec.options.get("show", []))
-    _write_material(results_dir, validator_name, {ids[r]: r for r in order}, shows)
+    _write_material(results_dir, scenario, validator_name, {ids[r]: r for r in order}, shows)
     blank.parent.mkdir(parents=True, exist_ok=True)
     blank.write_text(
         _blank_text(scenario, validator_name, spec, [ids[r] for r in order]), encoding="utf-8"
@@ -199,7 +198,24 @@ def _shuffled(items: list[str], seed: int) -> list[str]:
     return shuffled
 
 
-def _write_material(results_dir: Path, validator_name: str, runs: dict[str, str], shows: list[str]):
+def run_material(results: ResultsFolder, scenario: Any, run: str) -> dict:
+    """What a person sees of a run: its own task, final message and changed files, read from
+    its run.json, its patch and the frozen scenario (never anything that names its cell)."""
+    source = results.run_by_id(run)
+    record = read_json(source.record) or {}
+    slug = run.partition("/")[0]
+    task = next((cell.prompt for cell in scenario.cells if cell.slug == slug), "")
+    patch = source.patch.read_bytes() if source.patch.exists() else b""
+    return {
+        "task_prompt": task,
+        "final_message": (record.get("facts") or {}).get("final_message", ""),
+        "changed_files": changed_files(patch),
+    }
+
+
+def _write_material(
+    results_dir: Path, scenario: Any, validator_name: str, runs: dict[str, str], shows: list[str]
+):
     results = ResultsFolder(results_dir)
     folder = results.form_material(validator_name)
     if folder.exists():
@@ -207,7 +223,7 @@ def _write_material(results_dir: Path, validator_name: str, runs: dict[str, str]
     folder.mkdir(parents=True)
     for form_id, run in runs.items():
         source = results.run_by_id(run)
-        context = read_json(source.file(CONTEXT_FILE)) or {}
+        context = run_material(results, scenario, run)
         for shown in shows:
             target = folder / f"{form_id}{MATERIAL_SUFFIX[shown]}"
             if shown == "diff":
@@ -215,7 +231,7 @@ def _write_material(results_dir: Path, validator_name: str, runs: dict[str, str]
             elif shown == "changed_files":
                 target.write_text("".join(f"{f}\n" for f in context.get(shown) or []), "utf-8")
             else:
-                target.write_text(str(context.get(shown) or "(not recorded)") + "\n", "utf-8")
+                target.write_text(str(context.get(shown) or "(empty)") + "\n", "utf-8")
 
 
 def _blank_text(scenario: Any, validator_name: str, spec: Any, ids: list[str]) -> str:

@@ -1,0 +1,107 @@
+"""Receipts from a request log: what was declared, what was sent, whether it was delivered."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from agentab.harnesses.base import StreamFacts
+from agentab.harnesses.pi import PiHarness
+from agentab.measures import build_measures
+from agentab.receipts import build_receipt
+
+RULE = "Always run the test suite before you finish."
+
+
+def log(tmp_path: Path, system: str, effort: str | None, count: int = 2) -> Path:
+    path = tmp_path / "model-requests.jsonl"
+    lines = []
+    for seq in range(1, count + 1):
+        body = {
+            "model": "demo",
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": "Fix."},
+            ],
+            "tools": [{"type": "function", "function": {"name": n}} for n in ("read", "bash")],
+        }
+        if effort:
+            body["reasoning_effort"] = effort
+        lines.append(
+            {"seq": seq, "api": "openai-chat", "path": "/v1/chat/completions", "body": body}
+        )
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def cell(tmp_path: Path, thinking: str, bricks=()) -> SimpleNamespace:
+    agent = SimpleNamespace(model="demo", thinking=thinking)
+    return SimpleNamespace(agent=agent, bricks=list(bricks))
+
+
+def context_brick(tmp_path: Path) -> SimpleNamespace:
+    path = tmp_path / "rule.md"
+    path.write_text(f"{RULE}\n")
+    return SimpleNamespace(kind="context_files", rel="bricks/rule.md", path=path)
+
+
+def test_a_delivered_treatment(tmp_path):
+    brick = context_brick(tmp_path)
+    facts = StreamFacts(thinking_applied="high")
+    receipt = build_receipt(
+        cell(tmp_path, "high", [brick]), "demo", PiHarness(), facts,
+        log(tmp_path, f"You are pi.\n{RULE}", "high"), None,
+    )  # fmt: skip
+    assert receipt["delivered"] is True and receipt["requests"] == 2
+    assert receipt["thinking"] == {
+        "declared": "high", "applied": "high", "expected": "high", "sent": "high", "delivered": True
+    }  # fmt: skip
+    assert receipt["bricks"][0]["delivered"] is True
+
+
+def test_a_dropped_thinking_level_and_a_missing_brick_are_caught(tmp_path):
+    brick = context_brick(tmp_path)
+    facts = StreamFacts(thinking_applied="off")
+    receipt = build_receipt(
+        cell(tmp_path, "high", [brick]), "demo", PiHarness(), facts,
+        log(tmp_path, "You are pi.", None), None,
+    )  # fmt: skip
+    assert receipt["delivered"] is False
+    assert receipt["thinking"]["sent"] is None and receipt["thinking"]["applied"] == "off"
+    assert receipt["bricks"][0]["delivered"] is False
+    assert len(receipt["problems"]) == 3  # not sent, not applied, the brick
+    run = {"outcome": {"status": "completed"}, "receipt": {"delivered": False, "problems": ["x"]}}
+    scenario = SimpleNamespace(name="s", metrics=[], validators={})
+    measures = build_measures(scenario, SimpleNamespace(name="c", slug="c"), 1, run, {})
+    assert measures["status"] == "invalid"
+    assert measures["problems"] == ["treatment-not-delivered: x"]
+
+
+def test_an_unprovable_brick_is_null_with_the_reason(tmp_path):
+    agent = SimpleNamespace(kind="agents", rel="bricks/reviewer.md", path=tmp_path / "r.md")
+    receipt = build_receipt(
+        cell(tmp_path, "off", [agent]), "demo", PiHarness(), StreamFacts(),
+        log(tmp_path, "You are pi.", None), None,
+    )  # fmt: skip
+    assert (
+        receipt["bricks"][0]["delivered"] is None and "subagent" in receipt["bricks"][0]["evidence"]
+    )
+    assert receipt["delivered"] is True
+
+
+def test_the_fingerprint_ignores_the_clone_and_the_date(tmp_path):
+    facts = StreamFacts()
+    one = build_receipt(
+        cell(tmp_path, "off"), "demo", PiHarness(), facts,
+        log(tmp_path, "cwd /x/.agentab/work/0123456789abcdef0123/calc on 2026-12-03", None), None,
+    )  # fmt: skip
+    two = build_receipt(
+        cell(tmp_path, "off"), "demo", PiHarness(), facts,
+        log(tmp_path, "cwd /x/.agentab/work/fedcba9876543210fedc/calc on 2026-12-04", None), None,
+    )  # fmt: skip
+    three = build_receipt(
+        cell(tmp_path, "off"), "demo", PiHarness(), facts,
+        log(tmp_path, f"cwd /x/.agentab/work/fedcba9876543210fedc/calc {RULE}", None), None,
+    )  # fmt: skip
+    assert one["fingerprint"] == two["fingerprint"] != three["fingerprint"]
