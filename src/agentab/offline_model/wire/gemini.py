@@ -161,3 +161,9 @@ def side_reply(method: str, path: str, body: dict, policy) -> tuple[int, dict] |
         return None
     size = len(json.dumps(body.get("contents") or body))
     return 200, {"totalTokens": max(1, size // CHARS_PER_TOKEN)}
+
+
+def model_of(body: dict, path: str = "") -> str:
+    """The model a request names: in its path (`models/<model>:<method>`), not its body."""
+    found = method_of(path.split("?", 1)[0].rstrip("/"))
+    return found[0] if found else ""
