@@ -133,7 +133,6 @@ def test_redo_one_run_then_snakemake_redoes_that_run_and_nothing_else(
     again = snakemake(project)
     assert again.returncode == 0, again.stderr[-3000:]
     assert job_counts(again.stdout + again.stderr) == {
-        "clone_etalon": 1,
         "run_agent": 1,
         "validate_run": 4,
         "measure_run": 1,
