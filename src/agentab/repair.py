@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentab.layout import ResultsFolder, RunFolder
-
-STATUSES = ("valid", "invalid", "failed")
+from agentab.results import structure_problem
 
 
 def _read(path: Path) -> tuple[bool, object]:
@@ -48,9 +47,12 @@ def validator_output_problem(data: object) -> str | None:
     return None
 
 
-def measures_problem(data: object, cell: str, rep: int) -> str | None:
-    if not isinstance(data, dict) or data.get("status") not in STATUSES:
-        return "is not a measures.json (no status)"
+def measures_problem(data: object, cell: str, rep: int, cells_by_name: dict) -> str | None:
+    """The synthesis's own check of a measures.json, and that it is this run's."""
+    if not isinstance(data, dict):
+        return "is not a measures.json (not a JSON object)"
+    if found := structure_problem(data, cells_by_name):
+        return found
     if data.get("cell") != cell or data.get("rep") != rep:
         return f"belongs to another run ({data.get('cell')!r}, repetition {data.get('rep')!r})"
     if not isinstance(data.get("metrics"), dict):
@@ -79,7 +81,9 @@ class Repair:
         return lines
 
 
-def check_run(run: RunFolder, cell: str, rep: int, validators: list[str], dry: bool) -> list[str]:
+def check_run(
+    run: RunFolder, cell: str, rep: int, validators: list[str], cells_by_name: dict, dry: bool
+) -> list[str]:
     """Remove this run's bad files and what depends on them; return 'path: why' for each."""
     removed: list[str] = []
 
@@ -102,7 +106,7 @@ def check_run(run: RunFolder, cell: str, rep: int, validators: list[str], dry: b
                 [run.validator_output(validator), *downstream], why, run.validator_output(validator)
             )
     exists, data = _read(run.measures)
-    if exists and (why := measures_problem(data, cell, rep)):
+    if exists and (why := measures_problem(data, cell, rep, cells_by_name)):
         remove([run.measures], why, run.measures)
     return removed
 
@@ -114,10 +118,11 @@ def repair_scenario(
     repair = Repair(results.path.name)
     if not results.path.is_dir():
         return repair
+    cells_by_name = {cell: slug for cell, slug, _ in runs}  # names are what the check needs
     for cell, slug, rep in runs:
         run = results.run(slug, rep)
         if run.path.is_dir():
-            repair.removed += check_run(run, cell, rep, validators, dry)
+            repair.removed += check_run(run, cell, rep, validators, cells_by_name, dry)
         if not run.measures.exists() or any(
             entry.startswith(f"{run.measures}:") for entry in repair.removed
         ):
