@@ -24,6 +24,13 @@ def scenario():
     return load_scenario(DEMO / "scenario.toml", check_etalon=False)
 
 
+def frozen_copy(tmp_path: Path):
+    """The scenario as the workflow's form step loads it: a frozen copy, no prompt_file along."""
+    frozen = tmp_path / "frozen.toml"
+    shutil.copy(DEMO / "scenario.toml", frozen)
+    return load_scenario(frozen, check_etalon=False, check_bricks=False)
+
+
 def write_run(results: Path, slug: str, rep: int, ok: bool = True, status: str = "valid"):
     folder = results / "runs" / slug / f"r{rep:02d}"
     (folder / "validators").mkdir(parents=True)
@@ -31,6 +38,8 @@ def write_run(results: Path, slug: str, rep: int, ok: bool = True, status: str =
     (folder / "result.patch").write_text(f"--- a/calc.py\n+++ b/calc.py\n+# change {slug[::-1]}\n")
     record = {"facts": {"final_message": f"done ({rep})"}, "outcome": {"status": "completed"}}
     (folder / "run.json").write_text(json.dumps(record))
+    task = {"type": "message", "role": "user", "text": "Fix mean in calc.py.", "tool_calls": []}
+    (folder / "transcript.jsonl").write_text(json.dumps(task) + "\n")
     outputs = {
         "tests": {"tests_pass": True},
         "behaviour": {"ran_tests": True, "turns": 4},
@@ -67,8 +76,8 @@ def listed_ids(form_text: str) -> list[str]:
     return [line.split('"')[1] for line in form_text.splitlines() if line.startswith("[runs.")]
 
 
-def test_the_blank_form_lists_every_valid_run_with_its_material(results, scenario):
-    blank = write_blank_form(results, scenario, "review", seed=SEED)
+def test_the_blank_form_lists_every_valid_run_with_its_material(tmp_path, results, scenario):
+    blank = write_blank_form(results, frozen_copy(tmp_path), "review", seed=SEED)
     assert blank == results / "forms" / "review.blank.toml"
     ids = listed_ids(blank.read_text())
     assert len(ids) == len(set(ids)) == len(scenario.cells) * REPS

@@ -198,13 +198,29 @@ def _shuffled(items: list[str], seed: int) -> list[str]:
     return shuffled
 
 
+def first_user_message(transcript: Path) -> str:
+    try:
+        lines = transcript.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        entry = json.loads(line)
+        if entry.get("type") == "message" and entry.get("role") == "user":
+            return str(entry.get("text", ""))
+    return ""
+
+
 def run_material(results: ResultsFolder, scenario: Any, run: str) -> dict:
     """What a person sees of a run: its own task, final message and changed files, read from
     its run.json, its patch and the frozen scenario (never anything that names its cell)."""
     source = results.run_by_id(run)
     record = read_json(source.record) or {}
     slug = run.partition("/")[0]
-    task = next((cell.prompt for cell in scenario.cells if cell.slug == slug), "")
+    # The task as the agent received it: the first message of its transcript. (The frozen
+    # scenario names a prompt_file it does not carry along.)
+    task = first_user_message(source.transcript) or next(
+        (cell.prompt for cell in scenario.cells if cell.slug == slug), ""
+    )
     patch = source.patch.read_bytes() if source.patch.exists() else b""
     return {
         "task_prompt": task,
