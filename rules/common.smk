@@ -27,6 +27,8 @@ MIRRORS = str(LAYOUT.mirrors)
 WORK = str(LAYOUT.work)
 # Where API keys live, for real providers: a path on the command line, never a key.
 CREDENTIALS = WORKFLOW.credentials_argument()
+# Where real providers are reached (their recording proxy forwards there): operational too.
+ENDPOINTS = WORKFLOW.provider_endpoints_argument()
 # How judges reach their model (key file, endpoint, patience): operational, so it is not a
 # param: moving the key file must not rerun every judge.
 JUDGE_SETTINGS = as_param(WORKFLOW.judge_settings())

@@ -41,4 +41,5 @@ rule run_agent:
         "--receipt {output.receipt:q} "
         "--agent-stderr {params.stderr:q} --lock {params.lock:q} "
         "--earlier-attempts {params.earlier:q} --faults {params.faults:q} "
-        "--harnesses-dir {HARNESSES:q} --mirrors-dir {MIRRORS:q} {CREDENTIALS} > {log:q} 2>&1"
+        "--harnesses-dir {HARNESSES:q} --mirrors-dir {MIRRORS:q} {CREDENTIALS} {ENDPOINTS} "
+        "> {log:q} 2>&1"

@@ -21,6 +21,8 @@ ALLOWED_LINTS = {
     "Shell command directly uses variable HARNESSES from outside of the rule",
     # The credentials file's path: where a key lives is not what was measured.
     "Shell command directly uses variable CREDENTIALS from outside of the rule",
+    # Where a real provider is reached: a gateway or a local stand-in measures the same model.
+    "Shell command directly uses variable ENDPOINTS from outside of the rule",
     # How judges reach their API; moving the key file must not rerun every judge.
     "Shell command directly uses variable JUDGE_SETTINGS from outside of the rule",
 }

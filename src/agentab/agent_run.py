@@ -35,7 +35,8 @@ from agentab.layout import run_id
 from agentab.offline_model import serve
 from agentab.offline_model.policy import load_policy
 from agentab.process import CannotStart, ProcessResult, end_stale_twin, run_process
-from agentab.receipts import build_receipt, receipt_summary, unrecorded_receipt
+from agentab.receipts import build_receipt, receipt_summary, stated_usage
+from agentab.recording_proxy import endpoint_for, recording
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
 
@@ -113,14 +114,13 @@ def run_agent(
     installation: Installation,
     spec: RunSpec,
     files: RunFiles,
-    offline_policy: str | None = None,
-    seed: int = 0,
+    model_server,
 ) -> AgentRun:
-    """Run the agent once in spec.clone. Raises HarnessFault when the harness could not."""
+    """Run the agent once in spec.clone, every request it makes to its model recorded on the
+    way by `model_server` (the offline model, or the recording proxy to a provider). Raises
+    HarnessFault when the harness could not."""
     files.folder.mkdir(parents=True, exist_ok=True)
-    if offline_policy is None:
-        return _run_prepared(harness, installation, spec, files)
-    with serve(offline_policy, seed, files.model_requests) as base_url:
+    with model_server as base_url:
         return _run_prepared(harness, installation, replace(spec, model_base_url=base_url), files)
 
 
@@ -149,6 +149,15 @@ def _run_prepared(harness, installation, spec: RunSpec, files: RunFiles) -> Agen
     write_jsonl(harness.transcript(files.stream), files.transcript)
     outcome = harness.classify(facts, process.exit_code, process.timed_out)
     return AgentRun(invocation, process, facts, outcome, started)
+
+
+def fill_unreported_usage(facts: StreamFacts, log: Path) -> None:
+    """Tokens and cost as the provider replied them, where the harness's stream did not say."""
+    stated = stated_usage(log)
+    if not any(facts.tokens.values()):
+        facts.tokens.update({k: v for k, v in stated.items() if k in facts.tokens})
+    if facts.cost_usd is None and "cost_usd" in stated:
+        facts.cost_usd = stated["cost_usd"]
 
 
 def record_fault(faults: Path, fault: HarnessFault) -> None:
@@ -206,12 +215,14 @@ def perform_run(
     mirrors_dir: Path,
     credentials: Path | None = None,
     clone: Path | None = None,
+    provider_endpoints: dict[str, str] | None = None,
 ) -> dict:
     """Run the agent for one cell and repetition; write the run's files, run.json last.
 
     The agent works in a fresh clone under `work_root`, in a folder with a random name, so that
     no path the agent (or its model, which is told its working directory) sees names the cell.
-    `clone` puts it elsewhere instead (a person running the step by hand).
+    `clone` puts it elsewhere instead (a person running the step by hand). A real provider is
+    reached at its endpoint in `provider_endpoints`, else its own, through a recording proxy.
     """
     harness = get_harness(cell.agent.harness)
     installation = harness.installation(cell.agent.version, harnesses_dir)
@@ -251,8 +262,13 @@ def perform_run(
             model=Path(policy).stem if policy.endswith(".toml") else policy,
             model_can_reason=bool(load_policy(policy).settings.get("reasoning", True)),
         )
+    if offline:
+        model_server = serve(policy, seed, files.model_requests)
+    else:
+        endpoint = endpoint_for(cell.agent.provider, provider_endpoints or {})
+        model_server = recording(endpoint, files.model_requests, spec.timeout_s + 60)
     try:
-        run = run_agent(harness, installation, spec, files, policy, seed or 0)
+        run = run_agent(harness, installation, spec, files, model_server)
         # Against the SHA recorded at clone time: the agent may move or delete the tag.
         files.patch.write_bytes(etalon_module.result_patch(clone, sha))
     except HarnessFault as fault:
@@ -263,10 +279,8 @@ def perform_run(
         if own_folder is not None:
             shutil.rmtree(own_folder, ignore_errors=True)
     files.model_requests.touch()  # a declared output; empty when nothing was recorded
-    if offline:
-        receipt = build_receipt(cell, spec.model, harness, run.facts, files.model_requests, clone)
-    else:  # no recording proxy yet: a real provider's requests prove nothing either way
-        receipt = unrecorded_receipt(cell.agent.provider)
+    fill_unreported_usage(run.facts, files.model_requests)
+    receipt = build_receipt(cell, spec.model, harness, run.facts, files.model_requests, clone)
     write_json(receipt, files.receipt)
     record = run_record(scenario, cell, rep, harness, sha, run, seed)
     record["receipt"] = receipt_summary(receipt)

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentab.harnesses.base import ANY_REASONING
 from agentab.offline_model import wire
 
 SCHEMA_VERSION = 1
@@ -88,6 +89,10 @@ def model_entry(declared: str, told: str, turns: list[Request]) -> tuple[dict, l
     return entry, problems
 
 
+def sent_as_expected(sent: str | None, expected: str | None) -> bool:
+    return sent is not None if expected == ANY_REASONING else sent == expected
+
+
 def thinking_entry(
     declared: str, applied: str | None, expected, turns: list[Request]
 ) -> tuple[dict, list[str]]:
@@ -100,7 +105,7 @@ def thinking_entry(
     problems = []
     if not turns:
         problems.append("thinking: no request reached the model")
-    elif any(r.thinking != want for r, want in zip(turns, wanted, strict=True)):
+    elif not all(sent_as_expected(r.thinking, want) for r, want in zip(turns, wanted, strict=True)):
         shown = "no reasoning setting" if sent is None else f"{sent!r}"
         problems.append(
             f"thinking: declared {declared}, expected {wanted[0]!r} on the wire, the model was "
@@ -194,7 +199,7 @@ def build_receipt(cell, told_model: str, harness, facts, log: Path, clone: Path 
     requests = read_requests(log)
     turns = [request for request in requests if request.is_turn] or requests
     model, problems = model_entry(cell.agent.model, told_model, turns)
-    expected = harness.sent_thinking(cell.agent.thinking, told_model)
+    expected = harness.sent_thinking(cell.agent.thinking, told_model, cell.agent.provider)
     thinking, thinking_problems = thinking_entry(
         cell.agent.thinking, facts.thinking_applied, expected, turns
     )
@@ -231,17 +236,17 @@ def receipt_summary(receipt: dict | None) -> dict | None:
     }
 
 
-def unrecorded_receipt(provider: str) -> dict:
-    """The receipt of a run whose requests nobody recorded: nothing proven, nothing refuted."""
-    reason = f"requests to provider {provider} are not recorded yet: nothing can be proven"
-    return {
-        "schema": SCHEMA_VERSION,
-        "requests": None,
-        "delivered": None,
-        "model": {"delivered": None},
-        "thinking": {"sent": None, "applied": None, "delivered": None},
-        "bricks": [],
-        "fingerprint": None,
-        "problems": [],
-        "note": reason,
-    }
+def stated_usage(log: Path) -> dict:
+    """Tokens (and cost, where a provider states one) summed over the replies in the log."""
+    total: dict = {}
+    if not Path(log).exists():
+        return total
+    for line in Path(log).read_text(encoding="utf-8").splitlines():
+        try:
+            usage = (json.loads(line).get("reply") or {}).get("usage") or {}
+        except (ValueError, AttributeError):
+            continue
+        for key, value in usage.items():
+            if isinstance(value, int | float):
+                total[key] = total.get(key, 0) + value
+    return total

@@ -20,6 +20,7 @@ from pathlib import Path
 import agentab
 from agentab.errors import AgentabError, problem
 from agentab.layout import Layout, rep_folder
+from agentab.recording_proxy import endpoint_for
 from agentab.scenario import Scenario, content_sha256, load_scenario
 from agentab.validators import CONFIG_KEYS, validator_timeout_s
 
@@ -69,6 +70,7 @@ class Workflow:
                 )
             scenarios[scenario.name] = scenario
             scenario_paths[scenario.name] = str(path)
+        check_provider_endpoints(scenarios.values(), config.get("provider_endpoints") or {})
         state = Path(config["state"])
         layout = Layout(
             results_root=Path(config["results"]),
@@ -157,6 +159,15 @@ class Workflow:
         path = self.config.get("credentials")
         return f"--credentials {shlex.quote(str(Path(path).absolute()))}" if path else ""
 
+    def provider_endpoints_argument(self) -> str:
+        """`--provider-endpoint PROVIDER=URL` per configured provider: operational (where a
+        provider is reached changes no run's configuration), so on the command line."""
+        endpoints = self.config.get("provider_endpoints") or {}
+        return " ".join(
+            f"--provider-endpoint {shlex.quote(f'{provider}={url}')}"
+            for provider, url in sorted(endpoints.items())
+        )
+
     def judge_settings(self) -> dict:
         """The config keys judges read, as the config gives them."""
         return {k: self.config[k] for k in CONFIG_KEYS if self.config.get(k) is not None}
@@ -181,6 +192,14 @@ class Workflow:
         """The package files that decide the synthesis: editing one reruns only the synthesis."""
         root = Path(agentab.__file__).parent
         return [str(root / n) for n in SYNTHESIS_CODE if (root / n).exists()]
+
+
+def check_provider_endpoints(scenarios, endpoints: dict[str, str]) -> None:
+    """Every real provider a cell names has an endpoint its recording proxy can forward to."""
+    for scenario in scenarios:
+        for cell in scenario.cells:
+            if cell.agent.provider != "offline":
+                endpoint_for(cell.agent.provider, endpoints)
 
 
 def measured_summary(workflow: Workflow) -> str:

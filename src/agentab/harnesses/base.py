@@ -13,9 +13,11 @@ An adapter (one file under `harnesses/`) owns everything that differs between ag
 - `read_stream(path)`: the raw stream the harness printed, reduced to `StreamFacts`.
 - `transcript(path)`: the conversation from the raw stream, in the harness-neutral format of
   `transcript.jsonl` (below): what validators read, without the harness's configuration records.
-- `sent_thinking(level, model)`: the reasoning setting a model request carries when this
-  harness is told `level` (the adapter's documented mapping), as the wire modules of the offline
-  model read it (`Conversation.thinking`): what a receipt compares the request log with.
+- `sent_thinking(level, model, provider)`: the reasoning setting a model request carries when
+  this harness is told `level` (the adapter's documented mapping), as the wire modules of the
+  offline model read it (`Conversation.thinking`): what a receipt compares the request log with.
+  `ANY_REASONING` when the harness maps the level per model from a catalogue of its own: then
+  the receipt checks that a setting was sent, not which.
 - `classify(facts, exit_code, timed_out)`: an `Outcome` (`completed`, or `failed` with a
   reason: the scenario's timeout, or the agent's own error such as a provider error), or a
   `HarnessFault` when the harness could not do the run at all (crash, cannot start). A fault is
@@ -127,6 +129,10 @@ def transcript_result(call_id: str, tool: str, output: str, is_error: bool) -> d
     }
 
 
+# What `sent_thinking` answers when any reasoning setting is right (see the module's docstring).
+ANY_REASONING = "any reasoning setting"
+
+
 @dataclass
 class StreamFacts:
     turns: int = 0
@@ -221,7 +227,7 @@ class Harness(ABC):
     def transcript(self, path: Path) -> list[dict]: ...
 
     @abstractmethod
-    def sent_thinking(self, level: str, model: str) -> str | None: ...
+    def sent_thinking(self, level: str, model: str, provider: str = "offline") -> str | None: ...
 
     @abstractmethod
     def classify(self, facts: StreamFacts, exit_code: int | None, timed_out: bool) -> Outcome: ...

@@ -191,7 +191,7 @@ class ClaudeCodeHarness(NpmHarness):
     def transcript(self, path: Path) -> list[dict]:
         return claude_transcript(Path(path))
 
-    def sent_thinking(self, level: str, model: str) -> str | None:
+    def sent_thinking(self, level: str, model: str, provider: str = "offline") -> str | None:
         """What `anthropic_thinking` reads from a request for `level`: the effort for the
         adaptive and Opus 4.5 families, `budget:N` for the budget family, None for off."""
         family = thinking_family(model)

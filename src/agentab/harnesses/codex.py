@@ -164,7 +164,7 @@ class CodexHarness(NpmHarness):
     def transcript(self, path: Path) -> list[dict]:
         return codex_transcript(Path(path), self.clone)
 
-    def sent_thinking(self, level: str, model: str) -> str | None:
+    def sent_thinking(self, level: str, model: str, provider: str = "offline") -> str | None:
         # The wire module reads reasoning.effort; "none" (what "off" sends) asks for no reasoning.
         effort = REASONING_EFFORT.get(level, level)
         return None if effort == "none" else effort

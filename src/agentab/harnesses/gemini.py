@@ -148,7 +148,7 @@ class GeminiHarness(NpmHarness):
     def transcript(self, path: Path) -> list[dict]:
         return gemini_transcript(Path(path))
 
-    def sent_thinking(self, level: str, model: str) -> str | None:
+    def sent_thinking(self, level: str, model: str, provider: str = "offline") -> str | None:
         config = thinking_config(level, model)
         if "thinkingLevel" in config:
             return config["thinkingLevel"].lower()

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from agentab.errors import AgentabError, problem
 from agentab.harnesses.base import (
+    ANY_REASONING,
     HarnessFault,
     Invocation,
     Outcome,
@@ -116,10 +117,14 @@ class PiHarness(NpmHarness):
     def transcript(self, path: Path) -> list[dict]:
         return pi_transcript(Path(path))
 
-    def sent_thinking(self, level: str, model: str) -> str | None:
-        # pi sends its level as OpenAI `reasoning_effort` (Anthropic: a thinking budget); "off"
-        # sends no reasoning setting at all.
-        return None if level == "off" else level
+    def sent_thinking(self, level: str, model: str, provider: str = "offline") -> str | None:
+        # "off" sends no reasoning setting at all. To the offline model (whose catalogue entry
+        # agentab writes) pi sends its level as `reasoning_effort`. To a real provider pi maps
+        # the level per model from its own catalogue (an effort, a token budget, a clamped
+        # level), so the receipt checks that a setting was sent, and shows which.
+        if level == "off":
+            return None
+        return level if provider == "offline" else ANY_REASONING
 
     def classify(self, facts: StreamFacts, exit_code: int | None, timed_out: bool) -> Outcome:
         if timed_out:

@@ -40,6 +40,13 @@ def build(parser) -> None:
     parser.add_argument("--harnesses-dir", type=Path, required=True, help="pinned installs")
     parser.add_argument("--mirrors-dir", type=Path, required=True, help="local etalon mirrors")
     parser.add_argument("--credentials", type=Path, help="TOML file with provider API keys")
+    parser.add_argument(
+        "--provider-endpoint",
+        action="append",
+        default=[],
+        metavar="PROVIDER=URL",
+        help="where a real provider is reached (default its own API); repeat per provider",
+    )
 
 
 def run_files(args) -> RunFiles:
@@ -52,6 +59,16 @@ def run_files(args) -> RunFiles:
         attribute = "agent_lock" if name == "lock" else name
         paths[name] = (given or getattr(folder, attribute)).absolute()
     return RunFiles(**paths)
+
+
+def provider_endpoints(given: list[str]) -> dict[str, str]:
+    endpoints = {}
+    for item in given:
+        provider, separator, url = item.partition("=")
+        if not separator or not provider or not url:
+            raise SystemExit(f"--provider-endpoint {item!r}: write PROVIDER=URL")
+        endpoints[provider] = url
+    return endpoints
 
 
 def act(args) -> int:
@@ -68,6 +85,7 @@ def act(args) -> int:
         harnesses_dir=args.harnesses_dir,
         mirrors_dir=args.mirrors_dir,
         credentials=args.credentials,
+        provider_endpoints=provider_endpoints(args.provider_endpoint),
     )
     outcome = record["outcome"]
     reason = f" ({outcome['reason']})" if outcome["reason"] else ""

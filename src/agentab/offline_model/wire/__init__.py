@@ -9,7 +9,8 @@ A wire module declares:
 - `message(reply, model, usage) -> dict` and `events(reply, model, usage) -> list[str]`: the
   answer, whole or as server-sent events;
 - `error(message, status) -> dict`: an error body as the provider would send it;
-- `usage(reply_body_or_events) -> dict | None` is not needed: the server knows the usage it sent;
+- `usage_in(payload) -> dict | None`: the token counts (`input`, `output`, `cache_read`, …) a
+  provider's reply or one of its streamed events states, for the recording proxy;
 - optionally `side_reply(method, path, body, policy) -> (status, dict) | None`: an answer to a
   request that is not a model turn (a model listing, a token count), which consumes no step.
 

@@ -143,3 +143,18 @@ def anthropic_block_events(event, index: int, block: dict) -> list[str]:
 def error(message: str, status: int = 500) -> dict:
     kinds = {400: "invalid_request_error", 429: "rate_limit_error", 529: "overloaded_error"}
     return {"type": "error", "error": {"type": kinds.get(status, "api_error"), "message": message}}
+
+
+def usage_in(payload: dict) -> dict | None:
+    """Token counts in a reply or one of its events (`message_start` carries the message's
+    usage, `message_delta` the running output count): read by the recording proxy."""
+    usage = payload.get("usage") or (payload.get("message") or {}).get("usage")
+    if not isinstance(usage, dict):
+        return None
+    found = {
+        "input": usage.get("input_tokens"),
+        "output": usage.get("output_tokens"),
+        "cache_read": usage.get("cache_read_input_tokens"),
+        "cache_write": usage.get("cache_creation_input_tokens"),
+    }
+    return {key: value for key, value in found.items() if isinstance(value, int)} or None

@@ -167,3 +167,19 @@ def model_of(body: dict, path: str = "") -> str:
     """The model a request names: in its path (`models/<model>:<method>`), not its body."""
     found = method_of(path.split("?", 1)[0].rstrip("/"))
     return found[0] if found else ""
+
+
+def usage_in(payload: dict) -> dict | None:
+    """Token counts in a response or one streamed chunk (each carries the running totals):
+    read by the recording proxy."""
+    usage = payload.get("usageMetadata")
+    if not isinstance(usage, dict):
+        return None
+    output = [usage.get(k) for k in ("candidatesTokenCount", "thoughtsTokenCount")]
+    counted = [value for value in output if isinstance(value, int)]
+    found = {
+        "input": usage.get("promptTokenCount"),
+        "output": sum(counted) if counted else None,
+        "cache_read": usage.get("cachedContentTokenCount"),
+    }
+    return {key: value for key, value in found.items() if isinstance(value, int)} or None

@@ -112,3 +112,19 @@ def openai_usage(usage: dict) -> dict:
 
 def error(message: str, status: int = 500) -> dict:
     return {"error": {"message": message, "type": "offline_model_error", "code": status}}
+
+
+def usage_in(payload: dict) -> dict | None:
+    """Token counts (and a cost, where the provider states one, as OpenRouter does) in a reply
+    or its final chunk: read by the recording proxy."""
+    usage = payload.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("prompt_tokens_details") or {}
+    found = {
+        "input": usage.get("prompt_tokens"),
+        "output": usage.get("completion_tokens"),
+        "cache_read": details.get("cached_tokens"),
+        "cost_usd": usage.get("cost"),
+    }
+    return {k: v for k, v in found.items() if isinstance(v, int | float)} or None

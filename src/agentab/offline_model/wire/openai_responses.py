@@ -230,3 +230,18 @@ def error(message: str, status: int = 500) -> dict:
     kinds = {400: "invalid_request_error", 429: "rate_limit_exceeded"}
     kind = kinds.get(status, "server_error")
     return {"error": {"message": message, "type": kind, "code": kind, "param": None}}
+
+
+def usage_in(payload: dict) -> dict | None:
+    """Token counts in a response or its `response.completed` event: read by the recording
+    proxy."""
+    usage = (payload.get("response") or payload).get("usage")
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("input_tokens_details") or {}
+    found = {
+        "input": usage.get("input_tokens"),
+        "output": usage.get("output_tokens"),
+        "cache_read": details.get("cached_tokens"),
+    }
+    return {key: value for key, value in found.items() if isinstance(value, int)} or None
