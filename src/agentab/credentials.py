@@ -27,7 +27,7 @@ def read_api_key(credentials_file: Path | None, provider: str = "anthropic") -> 
             problem(
                 "config/config.yaml",
                 CONFIG_KEY,
-                f"no credentials file is configured, and a judge needs a {provider} API key",
+                f"no credentials file is configured, and a run or a judge needs a {provider} API key",
                 fix=f"add `{CONFIG_KEY}: credentials.toml` to config/config.yaml and write "
                 f'[{provider}] api_key = "..." in that file',
             )
