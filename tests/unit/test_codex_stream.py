@@ -309,3 +309,15 @@ def test_which_bricks_codex_refuses_is_known_without_a_run():
     assert "TOML" in brick_refusal("agents", Path("reviewer.md"))[0]
     assert "extension" in brick_refusal("extensions", Path("guard.ts"))[0]
     assert brick_refusal("themes", Path("x")) is not None
+
+
+def test_a_provider_without_a_responses_api_is_refused_even_behind_the_recording_proxy(
+    tmp_path,
+):
+    codex, installed = get_harness("codex"), installation(tmp_path)
+    proxied = spec(tmp_path, provider="groq", model_base_url="http://127.0.0.1:2")
+    with pytest.raises(AgentabError, match="knows no Responses endpoint for provider 'groq'"):
+        codex.prepare(proxied, installed)
+    openai = codex.prepare(replace(proxied, provider="openai"), installed)
+    provider = config_of(openai.argv)["model_providers.agentab"]
+    assert provider["base_url"] == "http://127.0.0.1:2/v1"  # the proxy, the API's path after it

@@ -238,8 +238,7 @@ def provider_config(spec: RunSpec, env: dict[str, str]) -> dict[str, str]:
     base_url = f"{spec.model_base_url}/v1" if spec.model_base_url else None
     if spec.provider == OFFLINE_PROVIDER and not base_url:
         raise HarnessFault("provider offline needs the URL of its offline model server")
-    base_url = base_url or PROVIDER_BASE_URLS.get(spec.provider)
-    if base_url is None:
+    if spec.provider != OFFLINE_PROVIDER and spec.provider not in PROVIDER_BASE_URLS:
         raise AgentabError(
             problem(
                 "scenario",
@@ -249,6 +248,7 @@ def provider_config(spec: RunSpec, env: dict[str, str]) -> dict[str, str]:
                 f"use one of: {', '.join([OFFLINE_PROVIDER, *PROVIDER_BASE_URLS])}",
             )
         )
+    base_url = base_url or PROVIDER_BASE_URLS[spec.provider]
     provider = {"name": spec.provider, "base_url": base_url, "wire_api": "responses"}
     if spec.api_key:
         provider["env_key"] = provider_key_variable(spec.provider)
