@@ -499,3 +499,16 @@ def test_check_says_which_bricks_a_receipt_cannot_prove(scenario_dir: Path, caps
     out = capsys.readouterr().out
     assert "receipt     cannot prove that bricks/agents/reviewer.md reaches the model on pi" in out
     assert "bricks/run-tests.md" not in out.split("receipt", 1)[1]
+
+
+def test_check_says_where_a_real_providers_requests_go_and_how_thinking_is_checked(
+    scenario_dir: Path, capsys
+) -> None:
+    text = SEED_MATRIX.replace('provider = "offline"', 'provider = "anthropic"')
+    text = text.replace('model = "demo"', 'model = "claude-sonnet-4-5"')
+    assert main(["check", str(write(scenario_dir, text))]) == 0
+    out = capsys.readouterr().out
+    assert "requests to anthropic pass through a recording proxy" in out
+    assert "https://api.anthropic.com" in out
+    assert "thinking high on pi with anthropic/claude-sonnet-4-5" in out
+    assert "thinking off" not in out.split("receipt", 1)[1]

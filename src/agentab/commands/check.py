@@ -109,11 +109,28 @@ def render_matrix(scenario: Scenario) -> str:
 
 
 def receipt_limits(scenario: Scenario) -> list[str]:
-    """Bricks whose delivery a run's receipt cannot prove on their cell's harness (DESIGN §8)."""
-    from agentab.harnesses import adapter_class
+    """What a run's receipt cannot prove on its cell's harness (DESIGN §8): bricks it cannot
+    see, and a thinking level checked only for being sent, not for its value."""
+    from agentab.harnesses import adapter_class, get_harness
+    from agentab.harnesses.base import ANY_REASONING
+    from agentab.recording_proxy import DEFAULT_ENDPOINTS
 
     limits = {}
     for cell in scenario.cells:
+        agent = cell.agent
+        if agent.provider != "offline":
+            limits[("recording", agent.provider)] = (
+                f"requests to {agent.provider} pass through a recording proxy on 127.0.0.1 to "
+                f"`provider_endpoints.{agent.provider}` in config/config.yaml, else "
+                f"{DEFAULT_ENDPOINTS.get(agent.provider, '(none: set it)')}"
+            )
+        sent = get_harness(agent.harness).sent_thinking(agent.thinking, agent.model, agent.provider)
+        if sent == ANY_REASONING:
+            limits[("thinking", agent.harness, agent.model, agent.thinking)] = (
+                f"thinking {agent.thinking} on {agent.harness} with {agent.provider}/{agent.model}: "
+                f"{agent.harness} maps the level per model from its own catalogue, so the "
+                "receipt checks that a reasoning setting was sent, and the harness's own word"
+            )
         unprovable = adapter_class(cell.agent.harness).unprovable_bricks
         for brick in cell.bricks:
             if brick.kind in unprovable:
