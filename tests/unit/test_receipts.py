@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from agentab.harnesses.base import StreamFacts
 from agentab.harnesses.pi import PiHarness
 from agentab.measures import build_measures
@@ -35,8 +37,8 @@ def log(tmp_path: Path, system: str, effort: str | None, count: int = 2) -> Path
     return path
 
 
-def cell(tmp_path: Path, thinking: str, bricks=()) -> SimpleNamespace:
-    agent = SimpleNamespace(model="demo", thinking=thinking)
+def cell(tmp_path: Path, thinking: str, bricks=(), provider="offline") -> SimpleNamespace:
+    agent = SimpleNamespace(model="demo", thinking=thinking, provider=provider)
     return SimpleNamespace(agent=agent, bricks=list(bricks))
 
 
@@ -58,6 +60,23 @@ def test_a_delivered_treatment(tmp_path):
         "declared": "high", "applied": "high", "expected": "high", "sent": "high", "delivered": True
     }  # fmt: skip
     assert receipt["bricks"][0]["delivered"] is True
+
+
+@pytest.mark.parametrize(
+    ("declared", "sent", "delivered"),
+    [("high", "budget:16384", True), ("high", None, False), ("off", None, True)]
+    + [("off", "low", False)],
+)
+def test_pi_on_a_real_provider_must_send_a_reasoning_setting_exactly_when_one_is_declared(
+    tmp_path, declared, sent, delivered
+):
+    facts = StreamFacts(thinking_applied=declared)  # pi's word agrees: only the wire decides
+    receipt = build_receipt(
+        cell(tmp_path, declared, provider="anthropic"), "demo", PiHarness(), facts,
+        log(tmp_path, "You are pi.", sent), None,
+    )  # fmt: skip
+    assert receipt["thinking"]["sent"] == sent
+    assert receipt["delivered"] is delivered, receipt["problems"]
 
 
 def test_a_dropped_thinking_level_and_a_missing_brick_are_caught(tmp_path):

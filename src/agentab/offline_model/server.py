@@ -1,8 +1,9 @@
 """The HTTP side of the offline model: every wire API of `agentab.offline_model.wire`.
 
 Every model request is appended to the log as one JSON line (`{"seq", "api", "path", "body",
-"reply"}`) before it is answered, so the log is the oracle of what reached the model even for a
-request that is never answered. Header values are never logged (one of them may carry a key).
+"headers", "reply"}`, the recording proxy's format) before it is answered, so the log is the
+oracle of what reached the model even for a request that is never answered. Header values are
+never logged (one of them may carry a key): `headers` holds their names.
 """
 
 from __future__ import annotations
@@ -77,7 +78,14 @@ class RequestHandler(BaseHTTPRequestHandler):
             return
         number = self.server.next_request_number()
         policy = self.server.policy
-        record = {"seq": number, "api": api.NAME, "path": self.path, "body": body}
+        headers = sorted({name.lower() for name in self.headers})
+        record = {
+            "seq": number,
+            "api": api.NAME,
+            "path": self.path,
+            "body": body,
+            "headers": headers,
+        }
         conversation = api.conversation(body, self.path)
         failure = None if conversation.forced_tool else policy.failure_for(number)
         if policy.hang and not conversation.forced_tool:
