@@ -19,6 +19,7 @@ from pathlib import Path
 from agentab import etalon as etalon_module
 from agentab.bricks import place_in_clone
 from agentab.credentials import read_api_key
+from agentab.errors import AgentabError, problem
 from agentab.files import write_json, write_jsonl
 from agentab.harnesses import get_harness
 from agentab.harnesses.base import (
@@ -39,6 +40,7 @@ from agentab.receipts import build_receipt, receipt_summary, stated_usage
 from agentab.recording_proxy import endpoint_for, recording
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
+REJECTED_KEY_STATUSES = frozenset({401, 403})
 
 
 @dataclass(frozen=True)
@@ -146,9 +148,25 @@ def _run_prepared(harness, installation, spec: RunSpec, files: RunFiles) -> Agen
     except CannotStart as error:
         raise HarnessFault(str(error)) from None
     facts = harness.read_stream(files.stream)
+    refuse_a_rejected_key(facts, spec.provider)
     write_jsonl(harness.transcript(files.stream), files.transcript)
     outcome = harness.classify(facts, process.exit_code, process.timed_out)
     return AgentRun(invocation, process, facts, outcome, started)
+
+
+def refuse_a_rejected_key(facts: StreamFacts, provider: str) -> None:
+    """A key the provider refuses is refused on every retry: a person must fix it (exit 2),
+    whatever the harness would make of it (a failed run, or a fault retried forever)."""
+    if facts.error_status in REJECTED_KEY_STATUSES:
+        raise AgentabError(
+            problem(
+                "the credentials file (config/config.yaml: credentials)",
+                f"{provider}.api_key",
+                f"{provider} refused the key (HTTP {facts.error_status}): "
+                f"{(facts.errors or [''])[-1][:300]}",
+                f"put a valid {provider} key in [{provider}] api_key, then run the workflow again",
+            )
+        )
 
 
 def fill_unreported_usage(facts: StreamFacts, log: Path) -> None:

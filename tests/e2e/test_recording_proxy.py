@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -126,3 +128,29 @@ def test_a_real_providers_requests_are_recorded_and_proven_and_its_key_is_writte
     assert set(stand_in.keys) == {CANARY} and len(stand_in.keys) == recorded
     for folder in ("results", ".agentab", ".snakemake"):
         assert files_holding(project / folder, CANARY) == [], folder
+
+
+def test_a_key_the_provider_refuses_stops_the_run_for_a_person_to_fix(tmp_path, pi_installation):
+    """A refused key is refused on every retry: not a fault to redo, not a failed run to score."""
+    project = project_on_provider(
+        tmp_path, pi_installation.root.parents[1], "anthropic", "claude-sonnet-4-5"
+    )
+    policy = tmp_path / "refusing.toml"
+    policy.write_text('[policy]\nfail_status = 401\nfail_message = "invalid x-api-key"\n')
+    stand_in = StandIn(tmp_path / "stand-in.jsonl")
+    stand_in.server.policy = load_policy(str(policy))
+    out = project / "results" / "demo" / "runs" / "nothing-off" / "r01"
+    with stand_in as url:
+        step = subprocess.run(
+            [sys.executable, "-m", "agentab.steps.run", "--scenario", "demo/scenario.toml",
+             "--cell", "nothing-off", "--rep", "1", "--out", str(out),
+             "--work-root", ".agentab/work", "--harnesses-dir", str(pi_installation.root.parents[1]),
+             "--mirrors-dir", ".agentab/mirrors", "--credentials", "credentials.toml",
+             "--provider-endpoint", f"anthropic={url}"],
+            cwd=project, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert step.returncode == 2, step.stdout + step.stderr
+    assert "[anthropic.api_key] anthropic refused the key (HTTP 401)" in step.stderr
+    assert "fix: put a valid anthropic key" in step.stderr and "Traceback" not in step.stderr
+    assert not (out / "run.json").exists() and not (out / "faults.jsonl").exists()
+    assert files_holding(project, CANARY) == [project / "credentials.toml"]

@@ -50,6 +50,7 @@ from agentab.harnesses.base import (
     Outcome,
     RunSpec,
     StreamFacts,
+    is_transient,
     transcript_call,
     transcript_message,
     transcript_result,
@@ -440,7 +441,7 @@ def is_fault(facts: StreamFacts) -> bool:
     (Codex retried it, and it retries only those; or its status or message says so), or a
     setup error of ours (a missing key variable)."""
     status = facts.error_status
-    if status is not None and (status >= 500 or status in (408, 429)):
+    if status is not None and is_transient(status, ""):
         return True
     if any(RETRY_NOTICE.match(error) for error in facts.errors):
         return True

@@ -56,6 +56,7 @@ from agentab.harnesses.base import (
     Outcome,
     RunSpec,
     StreamFacts,
+    is_transient,
     transcript_call,
     transcript_message,
     transcript_result,
@@ -378,9 +379,7 @@ def classify_error(facts: StreamFacts, exit_code: int | None) -> Outcome:
         # 429 and 5xx messages carry no code; the exit code is the status modulo 256.
         facts.error_status = status_from_exit_code(exit_code)
     status = facts.error_status
-    if status in (401, 403):
-        raise HarnessFault(f"the provider refused the credentials (HTTP {status}): {message}")
-    if status is not None and (status == 429 or status >= 500):
+    if status is not None and is_transient(status, ""):
         raise HarnessFault(f"transient provider error (HTTP {status}): {message}")
     if status is None and any(marker in message for marker in NETWORK_ERRORS):
         raise HarnessFault(f"network error: {message}")
