@@ -8,31 +8,28 @@ tools from the stream.
 """
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from agentab.etalon import fresh_clone
 from agentab.harnesses import get_harness
 from agentab.offline_model.wire.anthropic_messages import anthropic_thinking
-
-REPO = Path(__file__).resolve().parents[2]
-HARNESSES_DIR = REPO / ".agentab" / "harnesses"
-VERSION = "2.1.332"
+from tests.e2e.harness_world import (
+    CLAUDE_CODE_VERSION,
+    RULE,
+    Scenario,
+    definition,
+    make_etalon,
+    new_world,
+    processes_in,
+    requests_of,
+    run_step,
+    setup_axis,
+    write,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-CALC = "def mean(values):\n    return sum(values) / (len(values) - 1)\n\n\ndef add(a, b):\n    return a + b\n"
-TESTS = (
-    "import unittest\nfrom calc import add, mean\n\n\nclass T(unittest.TestCase):\n"
-    "    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n\n"
-    "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
-)
-RULE = (
-    "Before you finish, always run the test suite with `python3 -m unittest` and report the result."
-)
 AGENT = "---\nname: reviewer\ndescription: AGENT-BRICK-MARK reviews a change.\n---\nYou review.\n"
 SKILL = (
     "---\nname: brick-skill\ndescription: SKILL-BRICK-MARK use when fixing arithmetic.\n---\nx\n"
@@ -52,32 +49,28 @@ TRAPS = {
     "caller HOME ~/.claude": "CANARY-HOME-CLAUDE",
     "caller environment": "CANARY-CALLER-ENV",
 }
+SCENARIO = Scenario(
+    name="e2e-claude-code",
+    question="Does Claude Code see exactly its bricks?",
+    harness="claude-code",
+    version=CLAUDE_CODE_VERSION,
+)
+FULL = setup_axis(
+    "full",
+    context_files=["bricks/run-tests.md"],
+    agents=["bricks/reviewer.md"],
+    skills=["bricks/brick-skill"],
+    extensions=["bricks/probe-plugin"],
+)
 
 
-@pytest.fixture(scope="session")
-def claude_installation():
-    return get_harness("claude-code").install(VERSION, HARNESSES_DIR)
+def trapped_definition(name: str, canary: str) -> str:
+    # The body too: an agent or skill Claude Code invokes is read whole, not just listed.
+    return definition(name, canary, body=canary)
 
 
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
-def git(*args, cwd):
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"}
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
-
-
-def definition(name: str, canary: str) -> str:
-    return f"---\nname: {name}\ndescription: {canary}\n---\n{canary}\n"
-
-
-def make_etalon(folder: Path) -> Path:
-    """The demo's calc repository, plus Claude Code project config it must not discover."""
-    write(folder / "calc.py", CALC)
-    write(folder / "test_calc.py", TESTS)
+def claude_project_config(folder: Path) -> None:
+    """Claude Code project config the run must not discover."""
     write(folder / "CLAUDE.md", f"{TRAPS['etalon CLAUDE.md']}\n")
     write(folder / "CLAUDE.local.md", f"{TRAPS['etalon CLAUDE.local.md']}\n")
     canary = TRAPS["etalon .claude/settings.json"]
@@ -89,19 +82,14 @@ def make_etalon(folder: Path) -> Path:
     }
     write(folder / ".claude" / "settings.json", json.dumps(settings))
     write(folder / ".claude" / "settings.local.json", json.dumps({"env": {"LOCAL": canary}}))
-    agent = definition("etalon-agent", TRAPS["etalon .claude/agents"])
+    agent = trapped_definition("etalon-agent", TRAPS["etalon .claude/agents"])
     write(folder / ".claude" / "agents" / "etalon-agent.md", agent)
-    skill = definition("etalon-skill", TRAPS["etalon .claude/skills"])
+    skill = trapped_definition("etalon-skill", TRAPS["etalon .claude/skills"])
     write(folder / ".claude" / "skills" / "etalon-skill" / "SKILL.md", skill)
     command = f"---\ndescription: {TRAPS['etalon .claude/commands']}\n---\nx\n"
     write(folder / ".claude" / "commands" / "etalon-command.md", command)
     server = {"command": "echo", "args": [TRAPS["etalon .mcp.json"]]}
     write(folder / ".mcp.json", json.dumps({"mcpServers": {"etalon": server}}))
-    git("init", "-q", cwd=folder)
-    git("add", "-A", cwd=folder)
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "etalon", cwd=folder)
-    git("tag", "v1.0", cwd=folder)
-    return folder
 
 
 def make_scenario(root: Path, model: str, thinking="off", timeout="60s", bricks=True) -> Path:
@@ -111,96 +99,37 @@ def make_scenario(root: Path, model: str, thinking="off", timeout="60s", bricks=
     plugin = root / "bricks" / "probe-plugin"
     write(plugin / ".claude-plugin" / "plugin.json", json.dumps({"name": "probe-plugin"}))
     write(plugin / "skills" / "plugin-skill" / "SKILL.md", PLUGIN_SKILL)
-    deltas = ""
-    if bricks:
-        deltas = (
-            '[axes]\nsetup = ["bare", "full"]\n\n[deltas.setup.full]\n'
-            'context_files = ["bricks/run-tests.md"]\nagents = ["bricks/reviewer.md"]\n'
-            'skills = ["bricks/brick-skill"]\nextensions = ["bricks/probe-plugin"]\n'
-        )
-    text = f"""
-[scenario]
-name = "e2e-claude-code"
-question = "Does Claude Code see exactly its bricks?"
-
-[task]
-prompt = "The function `mean` in calc.py returns wrong results. Fix it."
-
-[etalon]
-repo = "{root / "etalon"}"
-tag = "v1.0"
-
-[agent]
-harness = "claude-code"
-version = "{VERSION}"
-provider = "offline"
-model = "{model}"
-thinking = "{thinking}"
-timeout = "{timeout}"
-
-[protocol]
-repetitions = 1
-
-{deltas}
-[validation]
-metrics = ["tests_pass"]
-
-[validators.tests]
-mode = "script"
-run = ["check.py"]
-"""
-    write(root / "check.py", "print('{}')\n")
-    return write(root / "scenario.toml", text)
+    return SCENARIO.write_in(root, model, thinking, timeout, FULL if bricks else "")
 
 
 @pytest.fixture
 def world(tmp_path, claude_installation):
     """CLAUDE.md files above everything, a caller HOME full of Claude Code config, an etalon."""
-    root = tmp_path / "project"
+    world = new_world(tmp_path)
+    root, home = world["root"], world["home"]
     for folder in (tmp_path, root):
         write(folder / "CLAUDE.md", f"{TRAPS['ancestor CLAUDE.md']}\n")
         write(folder / "CLAUDE.local.md", f"{TRAPS['ancestor CLAUDE.local.md']}\n")
         write(folder / "AGENTS.md", f"{TRAPS['ancestor AGENTS.md']}\n")
         env = {"env": {"ANCESTOR": TRAPS["ancestor CLAUDE.md"]}}
         write(folder / ".claude" / "settings.json", json.dumps(env))
-    home = tmp_path / "caller-home"
     canary = TRAPS["caller HOME ~/.claude"]
     write(home / ".claude" / "CLAUDE.md", f"{canary}\n")
     write(home / ".claude" / "settings.json", json.dumps({"env": {"HOME_CANARY": canary}}))
-    write(home / ".claude" / "skills" / "home-skill" / "SKILL.md", definition("home-skill", canary))
-    write(home / ".claude" / "agents" / "home-agent.md", definition("home-agent", canary))
+    skill = trapped_definition("home-skill", canary)
+    write(home / ".claude" / "skills" / "home-skill" / "SKILL.md", skill)
+    write(home / ".claude" / "agents" / "home-agent.md", trapped_definition("home-agent", canary))
     write(home / ".claude.json", json.dumps({"mcpServers": {"home": {"command": canary}}}))
-    make_etalon(root / "etalon")
-    return {"tmp": tmp_path, "root": root, "home": home}
-
-
-def run_step(
-    world, scenario: Path, cell: str, timeout=300
-) -> tuple[subprocess.CompletedProcess, Path]:
-    out = world["root"] / "results" / cell / "r01"
-    clone = world["root"] / "work" / cell / "r01" / "clone"
-    if not clone.exists():
-        fresh_clone(str(world["root"] / "etalon"), "v1.0", clone, world["root"] / "mirrors")
     canary = TRAPS["caller environment"]
-    env = {
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-        "HOME": str(world["home"]),
-        "PYTHONPATH": str(REPO / "src"),
+    world["env"] = {
         "AGENTAB_CANARY": canary,
         "ANTHROPIC_API_KEY": canary,
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:1",  # the caller's endpoint must not be used
-        "CLAUDE_CONFIG_DIR": str(world["home"] / ".claude"),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
         "ANTHROPIC_CUSTOM_HEADERS": f"x-canary: {canary}",
     }
-    argv = [sys.executable, "-m", "agentab.steps.run", "--scenario", str(scenario)]
-    argv += ["--cell", cell, "--rep", "1", "--clone", str(clone), "--out", str(out)]
-    argv += ["--harnesses-dir", str(HARNESSES_DIR), "--mirrors-dir", str(world["root"] / "mirrors")]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
-    return done, out
-
-
-def requests_of(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "model-requests.jsonl").read_text().splitlines()]
+    make_etalon(root / "etalon", claude_project_config)
+    return world
 
 
 def system_text(body: dict) -> str:
@@ -268,17 +197,6 @@ def test_the_demo_fixes_the_bug_and_the_thinking_level_reaches_the_model(world, 
         for call in line["tool_calls"]
     ]
     assert kinds[:2] == ["read", "edit"]
-
-
-def processes_in(folder: Path) -> list[int]:
-    found = []
-    for cwd in Path("/proc").glob("[0-9]*/cwd"):
-        try:
-            if cwd.resolve().is_relative_to(folder.resolve()):
-                found.append(int(cwd.parent.name))
-        except OSError:
-            continue
-    return found
 
 
 def test_a_hung_agent_is_killed_at_the_timeout(world):

@@ -7,33 +7,30 @@ process whose HOME and environment carry traps, and reads what reached the model
 """
 
 import json
-import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from agentab.etalon import fresh_clone
 from agentab.harnesses import get_harness
 from agentab.offline_model.wire import openai_responses
-
-REPO = Path(__file__).resolve().parents[2]
-HARNESSES_DIR = REPO / ".agentab" / "harnesses"  # git-ignored; shared by every test session
-CODEX_VERSION = "0.171.0"
+from tests.e2e.harness_world import (
+    CODEX_VERSION,
+    HARNESSES_DIR,
+    RULE,
+    Scenario,
+    definition,
+    make_etalon,
+    new_world,
+    processes_in,
+    requests_of,
+    run_step,
+    setup_axis,
+    write,
+)
+from tests.e2e.workflow import make_project, snakemake
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-CALC = "def mean(values):\n    return sum(values) / (len(values) - 1)\n\n\ndef add(a, b):\n    return a + b\n"
-TESTS = (
-    "import unittest\nfrom calc import add, mean\n\n\nclass T(unittest.TestCase):\n"
-    "    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n\n"
-    "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
-)
-RULE = (
-    "Before you finish, always run the test suite with `python3 -m unittest` and report the result."
-)
 SKILL = "---\nname: brick-skill\ndescription: SKILL-BRICK-MARK use when fixing arithmetic.\n---\n\nDo it.\n"
 ROLE = 'description = "AGENT-BRICK-MARK reviews a change before it is final."\n'
 # No canary is a part of another: a failing check names the trap that leaked.
@@ -53,26 +50,22 @@ TRAPS = {
 
 assert not any(a != b and a in b for a in TRAPS.values() for b in TRAPS.values())
 
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
-def skill_text(name: str, description: str) -> str:
-    return f"---\nname: {name}\ndescription: {description}\n---\nx\n"
-
-
-def git(*args, cwd):
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"}
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+SCENARIO = Scenario(
+    name="e2e-codex",
+    question="Does Codex see exactly its bricks?",
+    harness="codex",
+    version=CODEX_VERSION,
+)
+FULL = setup_axis(
+    "full",
+    context_files=["bricks/run-tests.md"],
+    skills=["bricks/brick-skill"],
+    agents=["bricks/agents/reviewer.toml"],
+)
 
 
-def make_etalon(folder: Path) -> Path:
-    """The demo's calc repository, plus the context and config Codex must not discover."""
-    write(folder / "calc.py", CALC)
-    write(folder / "test_calc.py", TESTS)
+def codex_project_config(folder: Path) -> None:
+    """The context and config Codex must not discover."""
     write(folder / "AGENTS.md", f"{TRAPS['etalon AGENTS.md']}\n")
     write(folder / "AGENTS.override.md", f"{TRAPS['etalon AGENTS.override.md']}\n")
     config = (
@@ -80,110 +73,42 @@ def make_etalon(folder: Path) -> Path:
         'model_reasoning_effort = "xhigh"\nproject_doc_max_bytes = 32768\n'
     )
     write(folder / ".codex" / "config.toml", config)
-    skill = skill_text("etalon-skill", TRAPS["etalon .agents/skills"])
+    skill = definition("etalon-skill", TRAPS["etalon .agents/skills"])
     write(folder / ".agents" / "skills" / "etalon-skill" / "SKILL.md", skill)
-    skill = skill_text("etalon-codex-skill", TRAPS["etalon .codex/skills"])
+    skill = definition("etalon-codex-skill", TRAPS["etalon .codex/skills"])
     write(folder / ".codex" / "skills" / "etalon-codex-skill" / "SKILL.md", skill)
-    git("init", "-q", cwd=folder)
-    git("add", "-A", cwd=folder)
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "etalon", cwd=folder)
-    git("tag", "v1.0", cwd=folder)
-    return folder
 
 
 def make_scenario(root: Path, model: str, thinking="off", timeout="60s", bricks=True) -> Path:
     write(root / "bricks" / "run-tests.md", f"CONTEXT-BRICK-MARK {RULE}\n")
     write(root / "bricks" / "brick-skill" / "SKILL.md", SKILL)
     write(root / "bricks" / "agents" / "reviewer.toml", ROLE)
-    deltas = ""
-    if bricks:
-        deltas = (
-            '[axes]\nsetup = ["bare", "full"]\n\n[deltas.setup.full]\n'
-            'context_files = ["bricks/run-tests.md"]\nskills = ["bricks/brick-skill"]\n'
-            'agents = ["bricks/agents/reviewer.toml"]\n'
-        )
-    text = f"""
-[scenario]
-name = "e2e-codex"
-question = "Does Codex see exactly its bricks?"
-
-[task]
-prompt = "The function `mean` in calc.py returns wrong results. Fix it."
-
-[etalon]
-repo = "{root / "etalon"}"
-tag = "v1.0"
-
-[agent]
-harness = "codex"
-version = "{CODEX_VERSION}"
-provider = "offline"
-model = "{model}"
-thinking = "{thinking}"
-timeout = "{timeout}"
-
-[protocol]
-repetitions = 1
-
-{deltas}
-[validation]
-metrics = ["tests_pass"]
-
-[validators.tests]
-mode = "script"
-run = ["check.py"]
-"""
-    write(root / "check.py", "print('{}')\n")
-    return write(root / "scenario.toml", text)
-
-
-@pytest.fixture(scope="session")
-def codex_installation():
-    return get_harness("codex").install(CODEX_VERSION, HARNESSES_DIR)
+    return SCENARIO.write_in(root, model, thinking, timeout, FULL if bricks else "")
 
 
 @pytest.fixture
 def world(tmp_path, codex_installation):
     """AGENTS files above everything and above the clones, a caller HOME full of Codex config,
     an etalon with its own."""
-    root = tmp_path / "project"
+    world = new_world(tmp_path)
+    root, home = world["root"], world["home"]
     for folder in (tmp_path, root, root / "work"):
         write(folder / "AGENTS.md", f"{TRAPS['ancestor AGENTS.md']}\n")
         write(folder / "AGENTS.override.md", f"{TRAPS['ancestor AGENTS.override.md']}\n")
-    home = tmp_path / "caller-home"
     canary = TRAPS["caller HOME ~/.codex"]
     write(home / ".codex" / "AGENTS.md", f"{canary}\n")
     write(home / ".codex" / "config.toml", f'developer_instructions = "{canary}"\n')
-    write(home / ".codex" / "skills" / "home-skill" / "SKILL.md", skill_text("home", canary))
-    skill = skill_text("home-skill", TRAPS["caller HOME skill"])
+    write(home / ".codex" / "skills" / "home-skill" / "SKILL.md", definition("home", canary))
+    skill = definition("home-skill", TRAPS["caller HOME skill"])
     write(home / ".agents" / "skills" / "home-skill" / "SKILL.md", skill)
-    make_etalon(root / "etalon")
-    return {"tmp": tmp_path, "root": root, "home": home}
-
-
-def run_step(world, scenario: Path, cell: str, rep=1) -> tuple[subprocess.CompletedProcess, Path]:
-    out = world["root"] / "results" / cell / f"r{rep:02d}"
-    clone = world["root"] / "work" / cell / f"r{rep:02d}" / "clone"
-    if not clone.exists():
-        fresh_clone(str(world["root"] / "etalon"), "v1.0", clone, world["root"] / "mirrors")
-    env = {
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-        "HOME": str(world["home"]),
-        "PYTHONPATH": str(REPO / "src"),
+    world["env"] = {
         "AGENTAB_CANARY": TRAPS["caller environment"],
-        "CODEX_HOME": str(world["home"] / ".codex"),
+        "CODEX_HOME": str(home / ".codex"),
         "OPENAI_API_KEY": TRAPS["caller environment"],
         "CODEX_API_KEY": TRAPS["caller environment"],
     }
-    argv = [sys.executable, "-m", "agentab.steps.run", "--scenario", str(scenario)]
-    argv += ["--cell", cell, "--rep", str(rep), "--clone", str(clone), "--out", str(out)]
-    argv += ["--harnesses-dir", str(HARNESSES_DIR), "--mirrors-dir", str(world["root"] / "mirrors")]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
-    return done, out
-
-
-def requests_of(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "model-requests.jsonl").read_text().splitlines()]
+    make_etalon(root / "etalon", codex_project_config)
+    return world
 
 
 def developer_text(body: dict) -> str:
@@ -262,17 +187,6 @@ def test_demo_run_writes_its_files_and_edits_calc(world):
     assert kinds[:2] == ["run", "edit"]  # cat calc.py, then the patch
 
 
-def processes_in(folder: Path) -> list[int]:
-    found = []
-    for cwd in Path("/proc").glob("[0-9]*/cwd"):
-        try:
-            if cwd.resolve().is_relative_to(folder.resolve()):
-                found.append(int(cwd.parent.name))
-        except OSError:
-            continue
-    return found
-
-
 def test_a_hung_agent_is_killed_at_the_timeout(world):
     scenario = make_scenario(world["root"], "hang", timeout="4s", bricks=False)
     done, out = run_step(world, scenario, "baseline")
@@ -308,32 +222,12 @@ def test_a_server_that_keeps_failing_is_a_fault_not_a_hang(world):
     assert len(requests_of(out)) > 1  # Codex retried before it gave up
 
 
-def make_demo_project(root: Path, repetitions: int) -> Path:
-    """The workflow and scenarios/demo-codex, laid out as a user's project, fewer repetitions."""
-    from tests.e2e.workflow import WORKFLOW_FILES
-
-    root.mkdir(parents=True)
-    for name in WORKFLOW_FILES:
-        source = REPO / name
-        copy = shutil.copytree if source.is_dir() else shutil.copy2
-        copy(source, root / name)
-    shutil.copytree(REPO / "scenarios" / "demo-codex", root / "demo-codex")
-    scenario = root / "demo-codex" / "scenario.toml"
-    text = scenario.read_text()
-    scenario.write_text(re.sub(r"(?m)^repetitions = \d+", f"repetitions = {repetitions}", text))
-    (root / "config" / "config.yaml").write_text(
-        "scenarios:\n  - demo-codex/scenario.toml\nresults: results\nstate: .agentab\n"
-        f"harnesses: {HARNESSES_DIR}\n"
-    )
-    return root
-
-
 def test_the_demo_matrix_runs_on_codex_and_each_cell_gets_its_treatment(
     tmp_path, codex_installation
 ):
-    from tests.e2e.workflow import snakemake
-
-    project = make_demo_project(tmp_path / "project", repetitions=2)
+    project = make_project(
+        tmp_path / "project", HARNESSES_DIR, repetitions=2, scenario="demo-codex"
+    )
     result = snakemake(project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     runs = project / "results" / "demo-codex" / "runs"

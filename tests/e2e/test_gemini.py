@@ -11,28 +11,28 @@ reached the tools.
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from agentab.etalon import fresh_clone
 from agentab.harnesses import get_harness
-
-REPO = Path(__file__).resolve().parents[2]
-HARNESSES_DIR = REPO / ".agentab" / "harnesses"
-GEMINI_VERSION = "0.61.0"
+from tests.e2e.harness_world import (
+    GEMINI_VERSION,
+    HARNESSES_DIR,
+    RULE,
+    Scenario,
+    definition,
+    make_etalon,
+    new_world,
+    processes_in,
+    requests_of,
+    run_step,
+    setup_axis,
+    write,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-CALC = "def mean(values):\n    return sum(values) / (len(values) - 1)\n"
-TESTS = (
-    "import unittest\nfrom calc import mean\n\n\nclass T(unittest.TestCase):\n"
-    "    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n"
-)
-RULE = (
-    "Before you finish, always run the test suite with `python3 -m unittest` and report the result."
-)
 TRAPS = {
     "ancestor GEMINI.md": "CANARY-ANCESTOR-GEMINI-MD",
     "caller HOME ~/.gemini": "CANARY-CALLER-HOME-GEMINI",
@@ -44,20 +44,23 @@ TRAPS = {
     "etalon .env": "CANARY-ETALON-DOTENV",
     "caller environment": "CANARY-CALLER-ENV",
 }
-
-
-@pytest.fixture(scope="session")
-def gemini_installation():
-    return get_harness("gemini").install(GEMINI_VERSION, HARNESSES_DIR)
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+SCENARIO = Scenario(
+    name="e2e-gemini",
+    question="Does Gemini CLI see exactly its bricks?",
+    harness="gemini",
+    version=GEMINI_VERSION,
+)
+FULL = setup_axis(
+    "full",
+    context_files=["bricks/run-tests.md"],
+    extensions=["bricks/guard"],
+    agents=["bricks/reviewer.md"],
+)
+SKILL = setup_axis("skill", skills=["bricks/skill"])
 
 
 def git(*args, cwd):
+    """For a test that commits into the etalon after the world has made it."""
     env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"}
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
@@ -69,13 +72,11 @@ def extension_files(folder: Path, name: str, mark: str) -> None:
 
 
 def agent_text(name: str, mark: str) -> str:
-    return f"---\nname: {name}\ndescription: {mark} reviews a diff\n---\nReview the diff.\n"
+    return definition(name, f"{mark} reviews a diff", "Review the diff.")
 
 
-def make_etalon(folder: Path, gemini_md: str | None = None) -> Path:
-    """The calc repository, plus project configuration Gemini CLI must not read."""
-    write(folder / "calc.py", CALC)
-    write(folder / "test_calc.py", TESTS)
+def gemini_project_config(folder: Path) -> None:
+    """Project configuration Gemini CLI must not read."""
     dot = folder / ".gemini"
     settings = {
         "model": {"name": TRAPS["etalon .gemini/settings.json"]},
@@ -101,115 +102,41 @@ def make_etalon(folder: Path, gemini_md: str | None = None) -> Path:
     write(
         folder / ".env", f"AGENTAB_DOTENV={TRAPS['etalon .env']}\nGEMINI_SYSTEM_MD=/nonexistent\n"
     )
-    if gemini_md is not None:
-        write(folder / gemini_md, "CANARY-ETALON-GEMINI-MD\n")
-    git("init", "-q", cwd=folder)
-    git("add", "-A", "-f", cwd=folder)
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "etalon", cwd=folder)
-    git("tag", "v1.0", cwd=folder)
-    return folder
 
 
 def make_scenario(root: Path, model: str, thinking="off", timeout="60s", deltas="") -> Path:
     write(root / "bricks" / "run-tests.md", f"CONTEXT-BRICK-MARK {RULE}\n")
     extension_files(root / "bricks" / "guard", "guard", "EXTENSION-BRICK-MARK")
     write(root / "bricks" / "reviewer.md", agent_text("brick_reviewer", "AGENT-BRICK-MARK"))
-    write(root / "bricks" / "skill" / "SKILL.md", "---\nname: s\ndescription: d\n---\nx\n")
-    text = f"""
-[scenario]
-name = "e2e-gemini"
-question = "Does Gemini CLI see exactly its bricks?"
-
-[task]
-prompt = "The function `mean` in calc.py returns wrong results. Fix it."
-
-[etalon]
-repo = "{root / "etalon"}"
-tag = "v1.0"
-
-[agent]
-harness = "gemini"
-version = "{GEMINI_VERSION}"
-provider = "offline"
-model = "{model}"
-thinking = "{thinking}"
-timeout = "{timeout}"
-
-[protocol]
-repetitions = 1
-
-{deltas}
-[validation]
-metrics = ["tests_pass"]
-
-[validators.tests]
-mode = "script"
-run = ["check.py"]
-"""
-    write(root / "check.py", "print('{}')\n")
-    return write(root / "scenario.toml", text)
-
-
-FULL = """[axes]
-setup = ["bare", "full"]
-
-[deltas.setup.full]
-context_files = ["bricks/run-tests.md"]
-extensions = ["bricks/guard"]
-agents = ["bricks/reviewer.md"]
-"""
-SKILL = """[axes]
-setup = ["bare", "skill"]
-
-[deltas.setup.skill]
-skills = ["bricks/skill"]
-"""
+    write(root / "bricks" / "skill" / "SKILL.md", definition("s", "d"))
+    return SCENARIO.write_in(root, model, thinking, timeout, deltas)
 
 
 @pytest.fixture
 def world(tmp_path, gemini_installation):
     """Ancestor GEMINI.md files, a caller HOME full of Gemini CLI config, an etalon."""
-    root = tmp_path / "project"
+    world = new_world(tmp_path)
+    root, home = world["root"], world["home"]
     write(tmp_path / "GEMINI.md", f"{TRAPS['ancestor GEMINI.md']}\n")
     write(root / "GEMINI.md", f"{TRAPS['ancestor GEMINI.md']} (nearer)\n")
-    home = tmp_path / "caller-home"
     mark = TRAPS["caller HOME ~/.gemini"]
     write(home / ".gemini" / "GEMINI.md", f"{mark}\n")
     write(home / ".gemini" / "settings.json", json.dumps({"model": {"name": mark}}))
     write(home / ".gemini" / ".env", f"AGENTAB_HOME_DOTENV={mark}\n")
     extension_files(home / ".gemini" / "extensions" / "home-ext", "home-ext", mark)
     write(home / ".gemini" / "agents" / "home-agent.md", agent_text("home_agent", mark))
-    make_etalon(root / "etalon")
-    return {"tmp": tmp_path, "root": root, "home": home}
-
-
-def run_step(world, scenario: Path, cell: str, rep=1) -> tuple[subprocess.CompletedProcess, Path]:
-    out = world["root"] / "results" / cell / f"r{rep:02d}"
-    clone = world["root"] / "work" / cell / f"r{rep:02d}" / "clone"
-    if not clone.exists():
-        fresh_clone(str(world["root"] / "etalon"), "v1.0", clone, world["root"] / "mirrors")
     canary = TRAPS["caller environment"]
-    env = {
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-        "HOME": str(world["home"]),
-        "PYTHONPATH": str(REPO / "src"),
+    world["env"] = {
         "AGENTAB_CANARY": canary,
-        "GEMINI_CLI_HOME": str(world["home"]),
+        "GEMINI_CLI_HOME": str(home),
         "GEMINI_API_KEY": canary,
         "GEMINI_MODEL": canary,
-        "GEMINI_SYSTEM_MD": str(write(world["home"] / "system.md", f"{canary}\n")),
+        "GEMINI_SYSTEM_MD": str(write(home / "system.md", f"{canary}\n")),
         "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9",
         "GEMINI_CLI_TRUST_WORKSPACE": "false",
     }
-    argv = [sys.executable, "-m", "agentab.steps.run", "--scenario", str(scenario)]
-    argv += ["--cell", cell, "--rep", str(rep), "--clone", str(clone), "--out", str(out)]
-    argv += ["--harnesses-dir", str(HARNESSES_DIR), "--mirrors-dir", str(world["root"] / "mirrors")]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
-    return done, out
-
-
-def requests_of(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "model-requests.jsonl").read_text().splitlines()]
+    make_etalon(root / "etalon", gemini_project_config)
+    return world
 
 
 def offered_tools(request: dict) -> set[str]:
@@ -305,17 +232,6 @@ def test_demo_run_fixes_the_bug_through_the_real_tools(world):
     assert "calc.py" in (out / "result.patch").read_text()
     transcript = [json.loads(line) for line in (out / "transcript.jsonl").read_text().splitlines()]
     assert transcript[0]["role"] == "user" and transcript[-1]["role"] == "assistant"
-
-
-def processes_in(folder: Path) -> list[int]:
-    found = []
-    for cwd in Path("/proc").glob("[0-9]*/cwd"):
-        try:
-            if cwd.resolve().is_relative_to(folder.resolve()):
-                found.append(int(cwd.parent.name))
-        except OSError:
-            continue
-    return found
 
 
 def test_a_hung_agent_is_killed_at_the_timeout(world):

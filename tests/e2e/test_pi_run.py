@@ -7,31 +7,29 @@ process whose HOME and environment carry traps, and reads what reached the model
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from agentab.errors import AgentabError
-from agentab.etalon import fresh_clone
 from agentab.harnesses import get_harness
-
-REPO = Path(__file__).resolve().parents[2]
-HARNESSES_DIR = REPO / ".agentab" / "harnesses"  # where the session fixture installs pi
-PI_VERSION = "1.6.0"
+from tests.e2e.harness_world import (
+    HARNESSES_DIR,
+    PI_VERSION,
+    RULE,
+    Scenario,
+    definition,
+    make_etalon,
+    new_world,
+    processes_in,
+    requests_of,
+    run_step,
+    setup_axis,
+    write,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-CALC = "def mean(values):\n    return sum(values) / (len(values) - 1)\n\n\ndef add(a, b):\n    return a + b\n"
-TESTS = (
-    "import unittest\nfrom calc import add, mean\n\n\nclass T(unittest.TestCase):\n"
-    "    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n\n"
-    "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
-)
-RULE = (
-    "Before you finish, always run the test suite with `python3 -m unittest` and report the result."
-)
 EXTENSION = """
 import { Type } from "@earendil-works/pi-ai";
 import { defineTool } from "@earendil-works/pi-coding-agent";
@@ -57,138 +55,53 @@ TRAPS = {
     "etalon .agents/skills": "CANARY-ETALON-AGENTS-SKILL",
     "caller environment": "CANARY-CALLER-ENV",
 }
+SCENARIO = Scenario(
+    name="e2e", question="Does pi see exactly its bricks?", harness="pi", version=PI_VERSION
+)
+FULL = setup_axis(
+    "full",
+    context_files=["bricks/run-tests.md"],
+    extensions=["bricks/probe.ts"],
+    skills=["bricks/brick-skill"],
+)
 
 
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
-def git(*args, cwd):
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"}
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
-
-
-def make_etalon(folder: Path) -> Path:
-    """The demo's calc repository, plus project config pi must not discover."""
-    write(folder / "calc.py", CALC)
-    write(folder / "test_calc.py", TESTS)
+def pi_project_config(folder: Path) -> None:
+    """Project config pi must not discover."""
     write(folder / ".pi" / "SYSTEM.md", f"{TRAPS['etalon .pi']} system prompt replaced\n")
     write(folder / ".pi" / "APPEND_SYSTEM.md", f"{TRAPS['etalon .pi']} appended\n")
     write(folder / ".pi" / "settings.json", json.dumps({"defaultThinkingLevel": "xhigh"}))
-    skill = f"---\nname: etalon-skill\ndescription: {TRAPS['etalon .agents/skills']}\n---\nx\n"
+    skill = definition("etalon-skill", TRAPS["etalon .agents/skills"])
     write(folder / ".agents" / "skills" / "etalon-skill" / "SKILL.md", skill)
-    git("init", "-q", cwd=folder)
-    git("add", "-A", cwd=folder)
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "etalon", cwd=folder)
-    git("tag", "v1.0", cwd=folder)
-    return folder
 
 
 def make_scenario(root: Path, model: str, thinking="off", timeout="60s", bricks=True) -> Path:
     write(root / "bricks" / "run-tests.md", f"CONTEXT-BRICK-MARK {RULE}\n")
     write(root / "bricks" / "probe.ts", EXTENSION)
     write(root / "bricks" / "brick-skill" / "SKILL.md", SKILL)
-    deltas = ""
-    if bricks:
-        deltas = (
-            '[axes]\nsetup = ["bare", "full"]\n\n[deltas.setup.full]\n'
-            'context_files = ["bricks/run-tests.md"]\nextensions = ["bricks/probe.ts"]\n'
-            'skills = ["bricks/brick-skill"]\n'
-        )
-    text = f"""
-[scenario]
-name = "e2e"
-question = "Does pi see exactly its bricks?"
-
-[task]
-prompt = "The function `mean` in calc.py returns wrong results. Fix it."
-
-[etalon]
-repo = "{root / "etalon"}"
-tag = "v1.0"
-
-[agent]
-harness = "pi"
-version = "{PI_VERSION}"
-provider = "offline"
-model = "{model}"
-thinking = "{thinking}"
-timeout = "{timeout}"
-
-[protocol]
-repetitions = 1
-
-{deltas}
-[validation]
-metrics = ["tests_pass"]
-
-[validators.tests]
-mode = "script"
-run = ["check.py"]
-"""
-    write(root / "check.py", "print('{}')\n")
-    return write(root / "scenario.toml", text)
+    return SCENARIO.write_in(root, model, thinking, timeout, FULL if bricks else "")
 
 
 @pytest.fixture
 def world(tmp_path, pi_installation):
     """An ancestor AGENTS.md above everything, a caller HOME full of pi config, an etalon."""
-    root = tmp_path / "project"
+    world = new_world(tmp_path)
+    root, home = world["root"], world["home"]
     write(tmp_path / "AGENTS.md", f"{TRAPS['ancestor AGENTS.md']}\n")
     write(root / "AGENTS.md", f"{TRAPS['ancestor AGENTS.md']} (nearer)\n")
-    home = tmp_path / "caller-home"
     write(home / ".pi" / "agent" / "AGENTS.md", f"{TRAPS['caller HOME pi config']}\n")
     write(home / ".pi" / "agent" / "APPEND_SYSTEM.md", f"{TRAPS['caller HOME pi config']}\n")
     write(home / ".pi" / "agent" / "settings.json", json.dumps({"defaultProjectTrust": "always"}))
-    skill = f"---\nname: home-skill\ndescription: {TRAPS['caller HOME skill']}\n---\nx\n"
+    skill = definition("home-skill", TRAPS["caller HOME skill"])
     write(home / ".agents" / "skills" / "home-skill" / "SKILL.md", skill)
     write(home / ".pi" / "agent" / "skills" / "home-skill2" / "SKILL.md", skill)
-    make_etalon(root / "etalon")
-    return {"tmp": tmp_path, "root": root, "home": home}
-
-
-def run_step(
-    world, scenario: Path, cell: str, rep=1, clone=None
-) -> tuple[subprocess.CompletedProcess, Path]:
-    out = world["root"] / "results" / cell / f"r{rep:02d}"
-    clone = clone or world["root"] / "work" / cell / f"r{rep:02d}" / "clone"
-    if not clone.exists():
-        fresh_clone(str(world["root"] / "etalon"), "v1.0", clone, world["root"] / "mirrors")
-    env = {
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-        "HOME": str(world["home"]),
-        "PYTHONPATH": str(REPO / "src"),
+    world["env"] = {
         "AGENTAB_CANARY": TRAPS["caller environment"],
-        "PI_CODING_AGENT_DIR": str(world["home"] / ".pi" / "agent"),
+        "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
         "ANTHROPIC_API_KEY": TRAPS["caller environment"],
     }
-    argv = [
-        sys.executable,
-        "-m",
-        "agentab.steps.run",
-        "--scenario",
-        str(scenario),
-        "--cell",
-        cell,
-        "--rep",
-        str(rep),
-        "--clone",
-        str(clone),
-        "--out",
-        str(out),
-        "--harnesses-dir",
-        str(HARNESSES_DIR),
-        "--mirrors-dir",
-        str(world["root"] / "mirrors"),
-    ]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
-    return done, out
-
-
-def requests_of(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "model-requests.jsonl").read_text().splitlines()]
+    make_etalon(root / "etalon", pi_project_config)
+    return world
 
 
 def test_declared_bricks_reach_the_model_and_nothing_else_does(world):
@@ -255,17 +168,6 @@ def test_demo_run_writes_its_files_and_fixes_the_bug(world):
     assert record["facts"]["cost_usd"] == 0  # the offline model costs nothing
     assert "calc.py" in (out / "result.patch").read_text()
     assert ".pi" not in (out / "result.patch").read_text()
-
-
-def processes_in(folder: Path) -> list[int]:
-    found = []
-    for cwd in Path("/proc").glob("[0-9]*/cwd"):
-        try:
-            if cwd.resolve().is_relative_to(folder.resolve()):
-                found.append(int(cwd.parent.name))
-        except OSError:
-            continue
-    return found
 
 
 def test_a_hung_agent_is_killed_at_the_timeout(world):

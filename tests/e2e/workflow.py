@@ -13,8 +13,10 @@ SNAKEMAKE = Path(sys.executable).parent / "snakemake"
 WORKFLOW_FILES = ("Snakefile", "rules", "scripts", "config", "profiles", "envs")
 
 
-def make_project(root: Path, harnesses_dir: Path, repetitions: int = 2) -> Path:
-    """A working directory laid out as a user's: the workflow, and the demo scenario copied."""
+def make_project(
+    root: Path, harnesses_dir: Path, repetitions: int = 2, scenario: str = "demo"
+) -> Path:
+    """A working directory laid out as a user's: the workflow, and scenarios/<scenario> copied."""
     root.mkdir(parents=True, exist_ok=True)
     for name in WORKFLOW_FILES:
         source = REPO / name
@@ -22,13 +24,13 @@ def make_project(root: Path, harnesses_dir: Path, repetitions: int = 2) -> Path:
             shutil.copytree(source, root / name)
         else:
             shutil.copy2(source, root / name)
-    shutil.copytree(REPO / "scenarios" / "demo", root / "demo")
-    scenario = root / "demo" / "scenario.toml"
-    text = scenario.read_text()
-    scenario.write_text(re.sub(r"(?m)^repetitions = \d+", f"repetitions = {repetitions}", text))
+    shutil.copytree(REPO / "scenarios" / scenario, root / scenario)
+    toml = root / scenario / "scenario.toml"
+    text = toml.read_text()
+    toml.write_text(re.sub(r"(?m)^repetitions = \d+", f"repetitions = {repetitions}", text))
     config = root / "config" / "config.yaml"
     config.write_text(
-        "scenarios:\n  - demo/scenario.toml\nresults: results\nstate: .agentab\n"
+        f"scenarios:\n  - {scenario}/scenario.toml\nresults: results\nstate: .agentab\n"
         f"harnesses: {harnesses_dir}\n"
     )
     return root

@@ -1,0 +1,168 @@
+"""The world a harness end-to-end test runs one real agent in, and the run step that runs it.
+
+A test builds an etalon repository and a scenario in tmp_path and runs `python -m
+agentab.steps.run` for one cell in a child process whose HOME and environment carry traps: the
+files and variables the harness would read on a user's machine and must not. What reached the
+model is in `model-requests.jsonl` (the offline model's log), what reached the tools in the stream.
+
+The traps, the bricks and the caller's variables belong to one harness and stay in its test file;
+the layout, the etalon's code and the way the step is called are the same for every harness.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentab.etalon import fresh_clone
+from tests.conftest import make_git_repo
+from tests.e2e.workflow import REPO
+
+HARNESSES_DIR = REPO / ".agentab" / "harnesses"  # git-ignored; shared by every test session
+# Here, not in each test file, because the conftest installs them and the tests name them too.
+PI_VERSION = "1.6.0"
+CLAUDE_CODE_VERSION = "2.1.332"
+CODEX_VERSION = "0.171.0"
+GEMINI_VERSION = "0.61.0"
+
+TAG = "v1.0"
+CALC = "def mean(values):\n    return sum(values) / (len(values) - 1)\n\n\ndef add(a, b):\n    return a + b\n"
+TESTS = (
+    "import unittest\nfrom calc import add, mean\n\n\nclass T(unittest.TestCase):\n"
+    "    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n\n"
+    "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
+)
+RULE = (
+    "Before you finish, always run the test suite with `python3 -m unittest` and report the result."
+)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def definition(name: str, description: str, body: str = "x") -> str:
+    """A SKILL.md or an agent's file: every harness reads the same front matter."""
+    return f"---\nname: {name}\ndescription: {description}\n---\n{body}\n"
+
+
+def new_world(tmp_path: Path) -> dict:
+    """The project (etalon, clones, results) one level below tmp_path, so that a trap can stand in
+    an ancestor of every folder the agent works in, and the caller's HOME beside it.
+
+    `env` is what the caller adds to the step's environment: its harness's own variables.
+    """
+    return {
+        "tmp": tmp_path,
+        "root": tmp_path / "project",
+        "home": tmp_path / "caller-home",
+        "env": {},
+    }
+
+
+def make_etalon(folder: Path, project_config: Callable[[Path], object]) -> Path:
+    """The demo's calc repository, with the project configuration `project_config` writes into it:
+    committed, because a harness discovers what a user's repository holds."""
+    project_config(folder)
+    make_git_repo(folder, {"calc.py": CALC, "test_calc.py": TESTS}, tag=TAG)
+    return folder
+
+
+def setup_axis(cell: str, **bricks: list[str]) -> str:
+    """An axis `setup` of the bare baseline and `cell`, which adds the bricks (kind -> paths)."""
+    lines = "".join(f"{kind} = {json.dumps(paths)}\n" for kind, paths in bricks.items())
+    return f'[axes]\nsetup = ["bare", "{cell}"]\n\n[deltas.setup.{cell}]\n{lines}'
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What every scenario of one harness's tests says: its name and question, the harness and
+    its version."""
+
+    name: str
+    question: str
+    harness: str
+    version: str
+
+    def write_in(self, root: Path, model: str, thinking: str, timeout: str, deltas="") -> Path:
+        """One repetition of the demo's task on the offline model `model` (a policy's name or
+        file), the etalon in root; `deltas` declares the cells beside the baseline."""
+        text = f"""
+[scenario]
+name = "{self.name}"
+question = "{self.question}"
+
+[task]
+prompt = "The function `mean` in calc.py returns wrong results. Fix it."
+
+[etalon]
+repo = "{root / "etalon"}"
+tag = "{TAG}"
+
+[agent]
+harness = "{self.harness}"
+version = "{self.version}"
+provider = "offline"
+model = "{model}"
+thinking = "{thinking}"
+timeout = "{timeout}"
+
+[protocol]
+repetitions = 1
+
+{deltas}
+[validation]
+metrics = ["tests_pass"]
+
+[validators.tests]
+mode = "script"
+run = ["check.py"]
+"""
+        write(root / "check.py", "print('{}')\n")
+        return write(root / "scenario.toml", text)
+
+
+def run_step(
+    world: dict, scenario: Path, cell: str, rep=1, clone=None, timeout=300
+) -> tuple[subprocess.CompletedProcess, Path]:
+    """The run step for one cell, as the workflow calls it, with the caller's HOME and variables:
+    whatever of them reaches the agent is a leak."""
+    root = world["root"]
+    out = root / "results" / cell / f"r{rep:02d}"
+    clone = clone or root / "work" / cell / f"r{rep:02d}" / "clone"
+    if not clone.exists():
+        fresh_clone(str(root / "etalon"), TAG, clone, root / "mirrors")
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "HOME": str(world["home"]),
+        "PYTHONPATH": str(REPO / "src"),
+        **world["env"],
+    }
+    argv = [sys.executable, "-m", "agentab.steps.run", "--scenario", str(scenario)]
+    argv += ["--cell", cell, "--rep", str(rep), "--clone", str(clone), "--out", str(out)]
+    argv += ["--harnesses-dir", str(HARNESSES_DIR), "--mirrors-dir", str(root / "mirrors")]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    return done, out
+
+
+def requests_of(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "model-requests.jsonl").read_text().splitlines()]
+
+
+def processes_in(folder: Path) -> list[int]:
+    """Processes whose working directory is in folder: an agent or a tool of its that outlived
+    its run."""
+    found = []
+    for cwd in Path("/proc").glob("[0-9]*/cwd"):
+        try:
+            if cwd.resolve().is_relative_to(folder.resolve()):
+                found.append(int(cwd.parent.name))
+        except OSError:
+            continue
+    return found
