@@ -111,6 +111,16 @@ def build_project(root: Path, repetitions: int) -> None:
         (root / ".agentab" / "harnesses").symlink_to(HARNESSES.resolve())
 
 
+def compile_package() -> None:
+    """Bytecode for every module, as an installed package has it: with PYTHONDONTWRITEBYTECODE
+    set, an editable install would otherwise compile agentab's sources again in every job."""
+    import compileall
+
+    import agentab
+
+    compileall.compile_dir(Path(agentab.__file__).parent, quiet=1)
+
+
 def planned_jobs(root: Path) -> list[Job]:
     """Every job of the workflow with its shell command, from `snakemake -n -p`."""
     result = subprocess.run(
@@ -357,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     problems: list[str] = []
     try:
         build_project(root, repetitions)
+        compile_package()
         print(
             f"bench_overhead: the demo, {repetitions} repetition(s) per cell; "
             f"cores: {os.cpu_count()}; load average {load()}; project in {root}",

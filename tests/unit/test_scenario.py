@@ -499,3 +499,27 @@ def test_check_says_which_bricks_a_receipt_cannot_prove(scenario_dir: Path, caps
     out = capsys.readouterr().out
     assert "receipt     cannot prove that bricks/agents/reviewer.md reaches the model on pi" in out
     assert "bricks/run-tests.md" not in out.split("receipt", 1)[1]
+
+
+def test_a_step_skips_the_schema_check_and_gets_the_same_scenario(scenario_dir: Path) -> None:
+    path = write(scenario_dir, SEED_MATRIX)
+    checked = load_scenario(path, check_etalon=False)
+    trusted = load_scenario(path, check_etalon=False, check_schema=False)
+    assert trusted == checked
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ('model = "demo"', 'modle = "demo"', "agent.modle"),
+        ("repetitions = 10", 'repetitions = "ten"', "protocol.repetitions"),
+        ('timeout = "15m"\n', "", "agent.timeout"),
+    ],
+)
+def test_a_file_broken_since_the_workflow_checked_it_is_still_explained(
+    scenario_dir: Path, old: str, new: str, key: str
+) -> None:
+    path = write(scenario_dir, SEED_MATRIX.replace(old, new, 1))
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path, check_etalon=False, check_schema=False)
+    assert key in caught.value.render()
