@@ -1,8 +1,8 @@
 """API keys, read from the credentials file that config/config.yaml names.
 
 Never from an environment variable: a key inherited from a shell is invisible in the archive
-and differs between a laptop and a cluster node. The key is handed to the client that sends the
-request, in memory, and written nowhere.
+and differs between a laptop and a cluster node. The key is handed to the SDK in memory and
+written nowhere.
 
 The file is TOML, one table per provider::
 

@@ -1,4 +1,4 @@
-"""A scripted Anthropic-messages endpoint on 127.0.0.1, for testing the judge's requests.
+"""A scripted Anthropic-messages endpoint on 127.0.0.1, for testing the judge with the real SDK.
 
 Each request takes the next scripted answer (the last one repeats), and every request is kept
 with its headers so that a test can read exactly what the judge sent.

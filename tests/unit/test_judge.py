@@ -1,4 +1,4 @@
-"""The judge, against a scripted Messages API endpoint on 127.0.0.1."""
+"""The judge, with the real anthropic SDK against a scripted endpoint on 127.0.0.1."""
 
 from __future__ import annotations
 

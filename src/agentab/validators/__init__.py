@@ -23,7 +23,8 @@ from typing import Any
 
 from agentab.durations import parse_duration
 
-# The judge retries by itself (every attempt is kept for audit); these bound its retries. A config file may change them, a scenario never needs to.
+# The SDK's own retries are switched off (we retry ourselves and keep every attempt for audit);
+# these bound ours. A config file may change them, a scenario never needs to.
 DEFAULT_JUDGE_BASE_URL = "https://api.anthropic.com"
 DEFAULT_JUDGE_TIMEOUT_S = 120.0
 DEFAULT_JUDGE_ATTEMPTS = 5

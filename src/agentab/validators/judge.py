@@ -9,10 +9,6 @@ Schema file, checked again with ``jsonschema`` (a model may still send a wrong s
 properties become the metrics, except ``reason`` (a string, kept as the reason of every metric)
 and ``reasons`` (an object metric -> string), which become the reasons.
 
-The call is one HTTP POST of the Messages API, made with the standard library: the vendor's SDK
-took two seconds to import in every judge job, ten times the rest of the job, for a request
-this module builds itself and an answer it reads as JSON.
-
 A judge that cannot answer (API errors, or schema violations, after bounded retries) makes the
 run invalid with a ``judge-error: ...`` problem. It is never recorded as a failing grade.
 """
@@ -22,15 +18,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import http.client
 import json
 import time
-import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import jsonschema
+from anthropic._constants import ANTHROPIC_API_VERSION
 
 from agentab.credentials import read_api_key
 from agentab.errors import AgentabError, Problem, problem
@@ -45,9 +41,6 @@ from agentab.validators import (
 
 MODE = "judge"
 TOOL_NAME = "record_verdict"
-# The Messages API version the judge speaks, kept with every request in the audit.
-ANTHROPIC_API_VERSION = "2026-10-21"
-MESSAGES_PATH = "/v1/messages"
 OFFLINE_PREFIX = "offline:"
 # A verdict is short; this only stops a runaway answer from costing a fortune.
 MAX_TOKENS = 4096
@@ -203,7 +196,7 @@ def _read_diff(patch: str | None) -> str:
 def build_request(model: str, rubric: str, schema: dict, context: dict) -> dict:
     """The keyword arguments of ``messages.create``: one tool, forced, no sampling parameter.
 
-    No ``temperature``: the API version the judge speaks (``anthropic-version`` 2026-10-21)
+    No ``temperature``: the API version the SDK speaks (``anthropic-version`` 2026-10-21)
     refuses every sampling parameter with a 400, on every model, so sending ``temperature = 0``
     would make every judged run invalid. What pins the judge is the model id, the rubric, the
     schema and the forced tool call; the audit keeps the API version with each request.
@@ -246,11 +239,13 @@ def run_judge(job: ValidatorJob) -> dict:
     job.audit_dir.mkdir(parents=True, exist_ok=True)
     _write_json(job.audit_dir / "judge-request.json", _audited_request(request))
     with _model_endpoint(job, context) as (base_url, api_key):
-        client = MessagesClient(base_url, api_key, request_settings(job).timeout_s)
+        client = _client(base_url, api_key, request_settings(job))
         try:
             verdict = _verdict_with_retries(client, request, schema, job)
         except _JudgeGaveUp as gave_up:
             return invalid_output(spec.name, MODE, f"judge-error: {gave_up}")
+        finally:
+            client.close()
     return verdict_output(spec.name, verdict)
 
 
@@ -266,6 +261,7 @@ def _audited_request(request: dict) -> dict:
     # Headers are left out on purpose: one of them carries the API key.
     return {
         "anthropic_version": ANTHROPIC_API_VERSION,
+        "sdk_version": anthropic.__version__,
         "body": request,
     }
 
@@ -291,7 +287,7 @@ def _model_endpoint(job: ValidatorJob, context: dict) -> Iterator[tuple[str, str
         policy = model[len(OFFLINE_PREFIX) :]
         log_path = job.audit_dir / "model-requests.jsonl"
         with offline_model.serve(policy, _offline_seed(context), log_path) as base_url:
-            # The offline model checks no key; a key header is sent all the same.
+            # The offline model checks no key; the SDK insists on having one.
             yield base_url, "offline"
         return
     yield job.settings.base_url, read_api_key(job.settings.credentials_file, "anthropic")
@@ -302,72 +298,17 @@ def _offline_seed(context: dict) -> int:
     return int.from_bytes(hashlib.sha256(run.encode()).digest()[:4], "big")
 
 
-class ApiStatusError(Exception):
-    """The model API answered with an HTTP error status."""
-
-    def __init__(self, status: int, body: Any, retry_after: str | None):
-        super().__init__(f"HTTP {status}")
-        self.status_code = status
-        self.body = body
-        self.retry_after = retry_after
-
-
-class ApiUnreachable(Exception):
-    """No answer: the connection failed, was cut, or timed out."""
-
-
-class MessagesClient:
-    """One POST of the Messages API per call; no retry of its own (our loop retries, so that
-    every attempt is in the audit and the backoff follows the settings). No proxy variable of
-    the caller's shell decides where a judge's request goes; judge_base_url in the config does.
-    """
-
-    def __init__(self, base_url: str, api_key: str, timeout_s: float):
-        self.url = urllib.parse.urlsplit(base_url.rstrip("/") + MESSAGES_PATH)
-        self.api_key = api_key
-        self.timeout_s = timeout_s
-
-    def create(self, request: dict) -> dict:
-        """The answer's JSON body; raises ApiStatusError or ApiUnreachable."""
-        status, body, retry_after = self._post(json.dumps(request).encode("utf-8"))
-        message = _parsed_body(body)
-        if status >= 300:
-            raise ApiStatusError(status, message, retry_after)
-        if not isinstance(message, dict):
-            raise SchemaViolation("the answer is not a JSON message")
-        return message
-
-    def _post(self, data: bytes) -> tuple[int, bytes, str | None]:
-        url = self.url
-        if url.scheme not in ("http", "https") or not url.hostname:
-            raise ApiUnreachable(f"{url.geturl()} is not an http(s) URL")
-        connection_class = (
-            http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-        )
-        connection = connection_class(url.hostname, url.port, timeout=self.timeout_s)
-        path = url.path + (f"?{url.query}" if url.query else "")
-        headers = {
-            "Authorization": f"Bearer {self.api_key}",
-            "anthropic-version": ANTHROPIC_API_VERSION,
-            "content-type": "application/json",
-            "accept": "application/json",
-        }
-        try:
-            connection.request("POST", path, body=data, headers=headers)
-            answer = connection.getresponse()
-            return answer.status, answer.read(), answer.getheader("retry-after")
-        except (OSError, http.client.HTTPException) as error:
-            raise ApiUnreachable(str(error) or type(error).__name__) from None
-        finally:
-            connection.close()
-
-
-def _parsed_body(raw: bytes) -> Any:
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+def _client(base_url: str, api_key: str, settings: JudgeSettings) -> anthropic.Anthropic:
+    # max_retries=0: our own loop retries, so that every attempt is in the audit and the
+    # backoff follows the settings. trust_env=False: no proxy variable of the caller's shell
+    # decides where a judge's request goes; judge_base_url in the config does.
+    return anthropic.Anthropic(
+        api_key=api_key,
+        base_url=base_url,
+        max_retries=0,
+        timeout=settings.timeout_s,
+        http_client=anthropic.DefaultHttpxClient(trust_env=False, timeout=settings.timeout_s),
+    )
 
 
 class _JudgeGaveUp(Exception):
@@ -375,7 +316,7 @@ class _JudgeGaveUp(Exception):
 
 
 def _verdict_with_retries(
-    client: MessagesClient, request: dict, schema: dict, job: ValidatorJob
+    client: anthropic.Anthropic, request: dict, schema: dict, job: ValidatorJob
 ) -> dict:
     settings = job.settings
     attempts_log = job.audit_dir / "judge-attempts.jsonl"
@@ -385,8 +326,8 @@ def _verdict_with_retries(
         record: dict[str, Any] = {"attempt": attempt}
         retry_after = None
         try:
-            message = client.create(request)
-            record["response"] = message
+            message = client.messages.create(**request)
+            record["response"] = message.model_dump(mode="json")
             verdict = checked_verdict(message, schema)
             record["outcome"] = "verdict"
             _append_json_line(attempts_log, record)
@@ -395,14 +336,14 @@ def _verdict_with_retries(
         except SchemaViolation as violation:
             record["outcome"] = "schema-violation"
             last_problem = f"the verdict does not follow the schema: {violation}"
-        except ApiStatusError as error:
+        except anthropic.APIStatusError as error:
             record.update(outcome="api-error", status=error.status_code, body=error.body)
             last_problem = f"HTTP {error.status_code} from the model API: {_error_text(error)}"
             if not _retryable(error.status_code):
                 _append_json_line(attempts_log, record)
                 raise _JudgeGaveUp(last_problem) from None
-            retry_after = _retry_after_s(error.retry_after)
-        except ApiUnreachable as error:
+            retry_after = _retry_after_s(error.response.headers.get("retry-after"))
+        except anthropic.APIConnectionError as error:
             record.update(outcome="connection-error", error=str(error))
             last_problem = f"could not reach the model API: {error}"
         record["problem"] = last_problem
@@ -412,19 +353,16 @@ def _verdict_with_retries(
     raise _JudgeGaveUp(f"{last_problem} (after {settings.max_attempts} attempts)")
 
 
-def checked_verdict(message: dict, schema: dict) -> dict:
+def checked_verdict(message: Any, schema: dict) -> dict:
     """The input of the verdict tool call, validated against the schema."""
-    content = message.get("content")
     calls = [
         block
-        for block in (content if isinstance(content, list) else [])
-        if isinstance(block, dict)
-        and block.get("type") == "tool_use"
-        and block.get("name") == TOOL_NAME
+        for block in message.content
+        if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == TOOL_NAME
     ]
     if len(calls) != 1:
         raise SchemaViolation(f"expected one call of {TOOL_NAME}, got {len(calls)}")
-    verdict = calls[0].get("input")
+    verdict = calls[0].input
     if not isinstance(verdict, dict):
         raise SchemaViolation(f"the tool input is a {type(verdict).__name__}, not an object")
     validator = jsonschema.validators.validator_for(schema)(schema)
@@ -439,11 +377,11 @@ def _retryable(status: int) -> bool:
     return status in RETRYABLE_STATUSES or status >= 500
 
 
-def _error_text(error: ApiStatusError) -> str:
+def _error_text(error: anthropic.APIStatusError) -> str:
     body = error.body
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         return str(body["error"].get("message") or body["error"].get("type"))
-    return " ".join(str(body).split())[:300] or "(no message)"
+    return error.message
 
 
 def _retry_after_s(header: str | None) -> float | None:
