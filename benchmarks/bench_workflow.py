@@ -8,8 +8,8 @@
 
 A user project is built in a temporary directory: the repository's Snakefile, rules/, config/
 and profiles/, and a scenario made from scenarios/demo whose matrix has the asked number of
-runs (cells x repetitions; the demo's validators, so 7 jobs per run). In that copy only, every
-rule's `shell:` command becomes trivial (`touch` its outputs, `mkdir -p` the clone folder):
+runs (cells x repetitions; the demo's validators, so 6 jobs per run). In that copy only, every
+rule's `shell:` command becomes trivial (`touch` its outputs):
 the DAG, the wildcards, the params, the resources and the profile's scheduler settings are
 those of the real workflow, and what is timed is Snakemake's own work, not the steps'.
 

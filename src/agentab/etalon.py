@@ -1,9 +1,12 @@
 """The etalon: a pinned tag of a repository, cloned fresh for every run.
 
-A local mirror per repository is fetched once; each run gets its own `git clone` of the
-mirror with the tag checked out detached, its own `.git` directory (never a shared gitdir,
-never a copy of a work tree) and no remote, so nothing an agent does in one clone can
-reach the mirror or another run. A run's outcome is always etalon + `result.patch`.
+A local mirror per repository is fetched once. Beside it, each tag is cloned once from the
+mirror (`git clone`, the tag checked out detached, no remote) into a pristine checkout that no
+agent or validator is ever given; each run gets a copy of that checkout, with its own `.git`
+directory (never a shared gitdir, never a copy of a work tree someone used), so nothing an
+agent does in one clone can reach the mirror or another run. A copy costs a tenth of the git
+commands it replaces, and a run and each of its validators make one. A run's outcome is
+always etalon + `result.patch`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ from agentab.files import exclusive_lock
 GIT_IDENTITY = ("agent", "agent@agentab.invalid")
 # Files the workflow engine itself leaves in a clone: never the agent's work.
 TOOLING_FILES = [".snakemake_timestamp"]
+# Inside a mirror: each tag's pristine checkout (PRISTINE_TREE) and its commit (PRISTINE_SHA).
+PRISTINE_CHECKOUTS = "agentab-checkouts"
+PRISTINE_TREE = "tree"
+PRISTINE_SHA = "sha"
 
 
 @dataclass(frozen=True)
@@ -180,17 +187,52 @@ def ensure_mirror(location: str, tag: str, mirrors_dir: Path) -> Path:
 def fresh_clone(location: str, tag: str, dest: Path, mirrors_dir: Path) -> str:
     """Clone the tag into dest (emptied first: a retry must not inherit a used clone); return its SHA."""
     dest = Path(dest)
-    mirror = ensure_mirror(location, tag, mirrors_dir)
+    pristine, sha = pristine_checkout(location, tag, mirrors_dir)
     if dest.exists():
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    git("clone", "--quiet", "--no-hardlinks", "--no-checkout", str(mirror), str(dest))
-    git("checkout", "--quiet", "--detach", f"refs/tags/{tag}", cwd=dest)
-    git("remote", "remove", "origin", cwd=dest)
-    git("config", "user.name", GIT_IDENTITY[0], cwd=dest)
-    git("config", "user.email", GIT_IDENTITY[1], cwd=dest)
-    exclude_from_git(dest, TOOLING_FILES)
-    return tag_sha(dest, tag)
+    # symlinks=True: a link in the repository stays a link, as git would check it out.
+    shutil.copytree(pristine, dest, symlinks=True)
+    return sha
+
+
+def pristine_folder(mirror: Path, tag: str) -> Path:
+    """Where the tag's pristine checkout lives: inside the mirror, so that it goes with it."""
+    digest = hashlib.sha256(tag.encode()).hexdigest()[:16]
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", tag).strip("-.") or "tag"
+    return mirror / PRISTINE_CHECKOUTS / f"{stem}-{digest}"
+
+
+def pristine_checkout(location: str, tag: str, mirrors_dir: Path) -> tuple[Path, str]:
+    """The tag's pristine checkout and its commit SHA, made once from the mirror.
+
+    The SHA file is written inside the folder before the folder takes its name, so a folder
+    that has its name is complete, and every later run reads it without taking the lock.
+    """
+    folder = pristine_folder(mirror_path(location, mirrors_dir), tag)
+    sha_file = folder / PRISTINE_SHA
+    if not sha_file.is_file():
+        mirror = ensure_mirror(location, tag, mirrors_dir)
+        with exclusive_lock(mirror.with_suffix(".lock")):
+            if not sha_file.is_file():
+                make_pristine_checkout(mirror, tag, folder)
+    return folder / PRISTINE_TREE, sha_file.read_text().strip()
+
+
+def make_pristine_checkout(mirror: Path, tag: str, folder: Path) -> None:
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    tree = partial / PRISTINE_TREE
+    tree.parent.mkdir(parents=True)
+    git("clone", "--quiet", "--no-hardlinks", "--no-checkout", str(mirror), str(tree))
+    git("checkout", "--quiet", "--detach", f"refs/tags/{tag}", cwd=tree)
+    git("remote", "remove", "origin", cwd=tree)
+    git("config", "user.name", GIT_IDENTITY[0], cwd=tree)
+    git("config", "user.email", GIT_IDENTITY[1], cwd=tree)
+    exclude_from_git(tree, TOOLING_FILES)
+    (partial / PRISTINE_SHA).write_text(tag_sha(tree, tag) + "\n")
+    shutil.rmtree(folder, ignore_errors=True)
+    partial.rename(folder)
 
 
 def tag_sha(repo: Path, tag: str) -> str:

@@ -12,8 +12,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 RATE = "rate"
 MEDIAN = "median"
 DIAGNOSTIC = "diagnostic"
@@ -94,6 +92,8 @@ def median(values: Sequence[float]) -> float:
 
 def interquartile_range(values: Sequence[float]) -> tuple[float, float]:
     """First and third quartiles (numpy's default linear interpolation)."""
+    import numpy as np  # here: the workflow steps that import this module need no numpy
+
     low, high = np.percentile(np.asarray(values, dtype=float), [25.0, 75.0])
     return float(low), float(high)
 

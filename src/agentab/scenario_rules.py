@@ -13,8 +13,6 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-import jsonschema
-
 from agentab.bricks import KIND_WORDS, brick_shape_problem, content_sha256, inside
 from agentab.cells import BRICK_KINDS, TASK_KEYS, CellDraft, slugify
 from agentab.durations import parse_duration
@@ -397,6 +395,8 @@ def judge_metrics(spec: dict, sc_dir: Path, key: str, sink: Collector, check: bo
     path = resolve_relative(sc_dir, spec["schema_file"], f"{key}.schema_file", sink, True)
     if path is None:
         return set()
+    import jsonschema  # here: only a full check reads the judge's schema
+
     try:
         schema = json.loads(path.read_text(encoding="utf-8"))
         jsonschema.Draft202012Validator.check_schema(schema)

@@ -11,8 +11,6 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-import jsonschema
-
 from agentab.errors import Problem, ScenarioError, problem
 
 
@@ -162,6 +160,10 @@ REQUIRED_FIXES = {
 
 
 def schema_problems(data: dict, sink: Collector) -> None:
+    # Imported here: a workflow step loads an already checked scenario without it, and the
+    # import alone costs more than the rest of the step's start.
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(scenario_schema())
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
         path = list(error.path)

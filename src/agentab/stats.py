@@ -41,6 +41,8 @@ MIN_RUNS_PER_GROUP = 9
 SEED = 20_250_101
 DRAWS = 10_000
 CONFIDENCE = 0.95
+# Group size from which 16-bit resampled positions are sorted with a radix sort (same result).
+RADIX_SORT_FROM = 32
 ESTABLISHED = "established"
 INCONCLUSIVE = "inconclusive"
 
@@ -111,8 +113,10 @@ def _median_from_positions(ordered: np.ndarray, rng: np.random.Generator, draws:
     positions = rng.integers(0, n, size=(draws, n), dtype=position_type)
     middle = n // 2
     # A full sort of small integers (vectorised) is several times faster than a partition, and
-    # an order statistic does not depend on how it is found.
-    positions.sort(axis=1)
+    # an order statistic does not depend on how it is found. Past a few dozen positions,
+    # numpy's stable sort of 16-bit integers (a radix sort) is three times faster again.
+    radix = position_type is np.int16 and n >= RADIX_SORT_FROM
+    positions.sort(axis=1, kind="stable" if radix else None)
     if n % 2:
         return ordered[positions[:, middle]]
     return (ordered[positions[:, middle - 1]] + ordered[positions[:, middle]]) / 2

@@ -103,3 +103,23 @@ def test_a_branch_or_a_sha_is_refused_saying_which(tmp_path: Path) -> None:
         ["git", "bundle", "create", str(bundle), "--all"], cwd=repo, check=True, capture_output=True
     )
     assert etalon_problem(str(bundle), "v1.0") is None
+
+
+def test_a_clone_made_after_another_was_used_is_pristine(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    sha = make_git_repo(repo, {"a.txt": "a\n"})
+    mirrors = tmp_path / "mirrors"
+    used = tmp_path / "used"
+    fresh_clone(str(repo), "v1.0", used, mirrors)
+    (used / "a.txt").write_text("the agent's edit\n")
+    (used / "new.txt").write_text("new\n")
+    git("add", "-A", cwd=used)
+    git("commit", "-qm", "agent", cwd=used)
+    git("tag", "-f", "v1.0", cwd=used)
+    clone = tmp_path / "clone"
+    assert fresh_clone(str(repo), "v1.0", clone, mirrors) == sha
+    assert (clone / "a.txt").read_text() == "a\n"
+    assert not (clone / "new.txt").exists()
+    assert git("rev-parse", "HEAD", cwd=clone).strip() == sha
+    assert git("status", "--porcelain", cwd=clone) == ""
+    assert git("remote", cwd=clone).strip() == ""

@@ -512,3 +512,27 @@ def test_check_says_where_a_real_providers_requests_go_and_how_thinking_is_check
     assert "https://api.anthropic.com" in out
     assert "thinking high on pi with anthropic/claude-sonnet-4-5" in out
     assert "thinking off" not in out.split("receipt", 1)[1]
+
+
+def test_a_step_skips_the_schema_check_and_gets_the_same_scenario(scenario_dir: Path) -> None:
+    path = write(scenario_dir, SEED_MATRIX)
+    checked = load_scenario(path, check_etalon=False)
+    trusted = load_scenario(path, check_etalon=False, check_schema=False)
+    assert trusted == checked
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ('model = "demo"', 'modle = "demo"', "agent.modle"),
+        ("repetitions = 10", 'repetitions = "ten"', "protocol.repetitions"),
+        ('timeout = "15m"\n', "", "agent.timeout"),
+    ],
+)
+def test_a_file_broken_since_the_workflow_checked_it_is_still_explained(
+    scenario_dir: Path, old: str, new: str, key: str
+) -> None:
+    path = write(scenario_dir, SEED_MATRIX.replace(old, new, 1))
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path, check_etalon=False, check_schema=False)
+    assert key in caught.value.render()

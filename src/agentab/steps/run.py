@@ -73,7 +73,7 @@ def provider_endpoints(given: list[str]) -> dict[str, str]:
 
 def act(args) -> int:
     # The workflow checked the scenario and its etalon when it built its jobs.
-    scenario = load_scenario(args.scenario, check_etalon=False)
+    scenario = load_scenario(args.scenario, check_etalon=False, check_schema=False)
     cell = scenario.cell(args.cell)
     record = perform_run(
         scenario,

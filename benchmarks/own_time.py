@@ -1,0 +1,96 @@
+"""Runs one workflow step as `python -m <step>` would, and writes to a file how long the
+processes the step waited on took: the agent, a script validator, a judge's model calls
+(Linux: it watches each process's exit through a pidfd).
+
+    python benchmarks/own_time.py OWN_FILE agentab.steps.validate --scenario … (the step's args)
+
+`bench_overhead.py` puts it in place of `-m` in a job's command: the job's wall time minus what
+this file records is agentab's own time in that job. Only watchers and timers are added around
+the library's own functions; nothing else changes.
+"""
+
+import json
+import runpy
+import sys
+import time
+
+
+def main() -> None:
+    own_file, module, *arguments = sys.argv[1:]
+    waits: list[dict] = []
+    watchers: list = []
+    time_processes(waits, watchers)
+    if module == "agentab.steps.validate":
+        time_judge_calls(waits)
+    sys.argv = [module, *arguments]
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    finally:
+        for watcher in watchers:
+            watcher.join(timeout=5)
+        with open(own_file, "w", encoding="utf-8") as sink:
+            json.dump(waits, sink)
+
+
+def time_processes(waits: list[dict], watchers: list) -> None:
+    """Every agent and script validator is started by `agentab.process.run_process`. Its own
+    time runs from its start to its exit, seen the moment it happens (a pidfd): the time the
+    step takes to notice the exit is the step's, not the process's."""
+    import os
+    import select
+    import subprocess
+    import threading
+    import types
+
+    import agentab.process as process
+
+    class WatchedPopen(subprocess.Popen):
+        def __init__(self, argv, *args, **options):
+            started = time.perf_counter()
+            super().__init__(argv, *args, **options)
+            exited = os.pidfd_open(self.pid)
+
+            def watch() -> None:
+                select.select([exited], [], [])
+                seconds = time.perf_counter() - started
+                waits.append({"what": "process", "argv0": str(argv[0]), "s": seconds})
+                os.close(exited)
+
+            watcher = threading.Thread(target=watch, daemon=True)
+            watcher.start()
+            watchers.append(watcher)
+
+    # Only agentab.process sees the watched Popen: git and the rest start processes as ever.
+    watched = types.ModuleType("subprocess")
+    watched.__dict__.update(subprocess.__dict__)
+    watched.Popen = WatchedPopen
+    process.subprocess = watched
+
+
+def time_judge_calls(waits: list[dict]) -> None:
+    """A judge's own work is its model's answer: the calls, not the SDK's import or set-up."""
+    import agentab.validation as validation
+
+    run_validator = validation.run_validator
+
+    def timed_validator(job):
+        if job.spec.mode == "judge":
+            import agentab.validators.judge as judge
+
+            ask = judge._verdict_with_retries
+
+            def timed_ask(*args, **options):
+                start = time.perf_counter()
+                try:
+                    return ask(*args, **options)
+                finally:
+                    waits.append({"what": "judge", "s": time.perf_counter() - start})
+
+            judge._verdict_with_retries = timed_ask
+        return run_validator(job)
+
+    validation.run_validator = timed_validator
+
+
+if __name__ == "__main__":
+    main()
