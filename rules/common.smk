@@ -67,9 +67,22 @@ def scenario_file(wildcards):
     return WORKFLOW.scenario_file(wildcards.scenario)
 
 
+# Each scenario's scored validator outputs of one run, spelled once: a measure job's inputs.
+VALIDATOR_OUTPUTS = {
+    name: [run_file("validator_output", v) for v in WORKFLOW.scored_validators(name)]
+    for name in WORKFLOW.scenarios
+}
+
+
+def validator_outputs(wildcards):
+    return [path.format(**wildcards) for path in VALIDATOR_OUTPUTS[wildcards.scenario]]
+
+
 def filled(path_function):
-    """An input or param filled in with the wildcards (`path.format(**wildcards)`)."""
-    return lambda wildcards: path_function().format(**wildcards)
+    """An input or param filled in with the wildcards (`path.format(**wildcards)`). The path is
+    spelled once, when the rule is defined, not once per job."""
+    template = path_function()
+    return lambda wildcards: template.format(**wildcards)
 
 
 # A per-run file that is missing, unreadable or malformed is removed with what depends on it,

@@ -5,10 +5,7 @@
 rule measure_run:
     input:
         record=run_file("record"),
-        outputs=lambda w: [
-            run_file("validator_output", v).format(**w)
-            for v in WORKFLOW.scored_validators(w.scenario)
-        ],
+        outputs=validator_outputs,
         answers=lambda w: WORKFLOW.filled_forms(w.scenario),
     output:
         run_file("measures"),

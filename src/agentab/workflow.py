@@ -117,9 +117,11 @@ class Workflow:
     def scenario_file(self, scenario: str) -> str:
         return self.scenario_paths[scenario]
 
+    # Input functions and params run once per job: at 10 000 runs, 60 000 times. What they
+    # answer depends on the scenario, the cell or the validator only, so it is worked out once.
+
     def harness_marker(self, scenario: str, cell: str) -> str:
-        agent = self.scenarios[scenario].cell(cell).agent
-        return str(self.layout.harness_marker(agent.harness, agent.version))
+        return self._per_cell[scenario, cell][0]
 
     def run_params(self, scenario: str, cell: str) -> str:
         sc = self.scenarios[scenario]
@@ -132,14 +134,36 @@ class Workflow:
             (name, c.slug): c.run_config() for name, sc in self.scenarios.items() for c in sc.cells
         }
 
+    @cached_property
+    def _per_cell(self) -> dict[tuple[str, str], tuple[str, int]]:
+        """(scenario, cell slug) -> (its harness marker, its time limit in minutes)."""
+        return {
+            (name, c.slug): (
+                str(self.layout.harness_marker(c.agent.harness, c.agent.version)),
+                _minutes_with_margin(c.agent.timeout_s),
+            )
+            for name, sc in self.scenarios.items()
+            for c in sc.cells
+        }
+
     def timeout_minutes(self, scenario: str, cell: str) -> int:
         """An agent-run job's time limit on a cluster: the scenario's timeout, with room."""
-        return _minutes_with_margin(self.scenarios[scenario].cell(cell).agent.timeout_s)
+        return self._per_cell[scenario, cell][1]
 
     def validator_minutes(self, scenario: str, validator: str) -> int:
         """A validator job's time limit on a cluster: its own timeout, with room to check out."""
-        spec = self.scenarios[scenario].validators[validator]
-        return _minutes_with_margin(validator_timeout_s(spec))
+        return self._per_validator[scenario, validator][1]
+
+    @cached_property
+    def _per_validator(self) -> dict[tuple[str, str], tuple[str, int]]:
+        """(scenario, validator) -> (its params, its time limit in minutes)."""
+        table = {}
+        for name, sc in self.scenarios.items():
+            for validator, spec in sc.validators.items():
+                files = {rel: _digest(sc.dir / rel) for rel in _validator_files(spec)}
+                params = as_param({"validator": spec.as_dict(), "files": files})
+                table[name, validator] = (params, _minutes_with_margin(validator_timeout_s(spec)))
+        return table
 
     def scored_validators(self, scenario: str) -> list[str]:
         """Validators with a job per run (script and judge); forms are filled by a person."""
@@ -149,10 +173,7 @@ class Workflow:
         return [n for n, s in self.scenarios[scenario].validators.items() if s.mode == "form"]
 
     def validator_params(self, scenario: str, validator: str) -> str:
-        sc = self.scenarios[scenario]
-        spec = sc.validators[validator]
-        files = {rel: _digest(sc.dir / rel) for rel in _validator_files(spec)}
-        return as_param({"validator": spec.as_dict(), "files": files})
+        return self._per_validator[scenario, validator][0]
 
     def credentials_argument(self) -> str:
         """`--credentials FILE` for the run step when the config names one, else nothing."""
@@ -173,20 +194,33 @@ class Workflow:
         return {k: self.config[k] for k in CONFIG_KEYS if self.config.get(k) is not None}
 
     def measure_params(self, scenario: str) -> str:
-        sc = self.scenarios[scenario]
-        return as_param(
-            {"metrics": sc.metrics, "validators": {n: s.mode for n, s in sc.validators.items()}}
-        )
+        return self._measure_params[scenario]
+
+    @cached_property
+    def _measure_params(self) -> dict[str, str]:
+        return {
+            name: as_param(
+                {"metrics": sc.metrics, "validators": {n: s.mode for n, s in sc.validators.items()}}
+            )
+            for name, sc in self.scenarios.items()
+        }
 
     def filled_forms(self, scenario: str) -> list[str]:
         """The checked answers of every filled form: an input of every measure job, so filling
         a form updates the measures."""
-        results = self.layout.results(scenario)
-        return [
-            str(results.form_answers(v))
-            for v in self.form_validators(scenario)
-            if results.filled_form(v).exists()
-        ]
+        return self._filled_forms[scenario]
+
+    @cached_property
+    def _filled_forms(self) -> dict[str, list[str]]:
+        table = {}
+        for name in self.scenarios:
+            results = self.layout.results(name)
+            table[name] = [
+                str(results.form_answers(v))
+                for v in self.form_validators(name)
+                if results.filled_form(v).exists()
+            ]
+        return table
 
     def synthesis_code(self) -> list[str]:
         """The package files that decide the synthesis: editing one reruns only the synthesis."""
