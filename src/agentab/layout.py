@@ -224,5 +224,9 @@ class Layout:
     def harness_marker(self, harness: str, version: str) -> Path:
         return self.harnesses / harness / version / "installed.json"
 
+    def verified_files(self, scenario: str) -> Path:
+        """The per-run files the repair at start found well-formed, by size and time."""
+        return self.state / "verified" / f"{scenario}.json"
+
     def install_log(self, harness: str, version: str) -> Path:
         return self.state / "logs" / f"install-{harness}-{version}.log"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agentab import repair as repair_module
 from agentab.layout import ResultsFolder
 from agentab.repair import dry_run_asked, repair_scenario
 
@@ -57,3 +58,21 @@ def test_a_dry_run_is_recognised_on_the_command_line():
     assert dry_run_asked(["snakemake", "-n"]) and dry_run_asked(["snakemake", "-np"])
     assert dry_run_asked(["snakemake", "--dry-run", "--cores", "2"])
     assert not dry_run_asked(["snakemake", "--cores", "8", "--configfile", "x.yaml"])
+
+
+def test_a_file_found_well_formed_is_read_again_only_when_it_changed(tmp_path, monkeypatch):
+    results, store = folder(tmp_path), tmp_path / "state" / "verified" / "demo.json"
+    assert repair_scenario(results, RUNS, ["v"], dry=False, verified_store=store).removed == []
+    read = []
+    original = repair_module._read
+    monkeypatch.setattr(repair_module, "_read", lambda path: read.append(path) or original(path))
+    assert repair_scenario(results, RUNS, ["v"], dry=False, verified_store=store).removed == []
+    assert read == []  # every file unchanged since it was found well-formed: one stat each
+    measures = results.run("b", 1).measures
+    measures.write_text(measures.read_text()[:10])  # truncated since
+    repair = repair_scenario(results, RUNS, ["v"], dry=False, verified_store=store)
+    assert read == [measures] and not measures.exists() and repair.synthesis_due
+    # Another shape of the scenario (a validator more) forgets what was found before.
+    read.clear()
+    repair_scenario(results, RUNS, ["v", "w"], dry=False, verified_store=store)
+    assert results.run("a", 1).record in read
