@@ -22,6 +22,7 @@ on a timing.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -33,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_workflow import build_project, load  # noqa: E402
+from bench_workflow import SCENARIO_NAME, build_project, load  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_RUNS = 10_000
@@ -171,6 +172,34 @@ def make_outputs(root: Path, outputs: dict[str, list[str]]) -> int:
     return made
 
 
+def fill_per_run_files(root: Path) -> int:
+    """The per-run files of the real project, made well-formed as real runs leave them (the
+    repair at start reads them), each keeping its time. Returns how many were filled."""
+    from agentab.scenario import load_scenario
+
+    scenario_file = root / "scenarios" / SCENARIO_NAME / "scenario.toml"
+    names = {cell.slug: cell.name for cell in load_scenario(scenario_file).cells}
+    filled = 0
+    for run in (root / "results").glob("*/runs/*/r*"):
+        contents = {
+            "run.json": {"outcome": {"status": "completed"}},
+            "measures.json": {
+                "cell": names[run.parent.name],
+                "rep": int(run.name[1:]),
+                "status": "valid",
+                "metrics": {},
+            },
+        }
+        files = [run / "run.json", run / "measures.json", *(run / "validators").glob("*.json")]
+        for path in files:
+            if path.is_file() and not path.name.endswith(".audit.json"):
+                stamp = path.stat().st_mtime
+                path.write_text(json.dumps(contents.get(path.name, {"ok": True})))
+                os.utime(path, (stamp, stamp))
+                filled += 1
+    return filled
+
+
 def job_count(output: str) -> int | None:
     for line in output.splitlines():
         parts = line.split()
@@ -216,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {name}: dry run {seconds:.1f} s, {jobs} jobs", flush=True)
         for name, root in (("real", real), ("trivial", trivial)):
             make_outputs(root, planned_outputs(listings[name]))
+        fill_per_run_files(real)
         for _ in range(max(1, args.repeats)):
             for name, root in (("real", real), ("trivial", trivial)):
                 seconds, output, status = dry_run(root)

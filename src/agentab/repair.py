@@ -207,8 +207,9 @@ def repair_scenario(
             entry.startswith(f"{run.measures}:") for entry in repair.removed
         ):
             repair.unmeasured += 1
-    if not dry:  # a dry run removes nothing: what it found good may depend on what is not
-        verified.save()
+    # Saved by a dry run too: a file is trusted for its own shape only, and a bad file upstream
+    # still takes it away (the removal follows the bad file, never a read of what depends on it).
+    verified.save()
     synthesis = results.output("synthesis.md")
     repair.synthesis_due = bool(repair.unmeasured) and synthesis.exists()
     if repair.synthesis_due and not dry:
