@@ -226,7 +226,12 @@ def perform_run(
     # clone is made fresh, or it could write into the new one.
     end_stale_twin(files.lock)
     set_aside_earlier_attempt(files)
-    sha = ensure_fresh_clone(scenario.etalon, clone, mirrors_dir.absolute())
+    try:
+        sha = ensure_fresh_clone(scenario.etalon, clone, mirrors_dir.absolute())
+    except BaseException:  # a clone that failed, or was stopped, leaves no folder behind
+        if own_folder is not None:
+            shutil.rmtree(own_folder, ignore_errors=True)
+        raise
     spec = RunSpec(
         clone=clone,
         # One scratch per attempt: a stale attempt left by a killed workflow cleans up its own
