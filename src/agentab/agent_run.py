@@ -115,16 +115,22 @@ def run_agent(
     files: RunFiles,
     offline_policy: str | None = None,
     seed: int = 0,
+    clone_folder: Path | None = None,
 ) -> AgentRun:
-    """Run the agent once in spec.clone. Raises HarnessFault when the harness could not."""
+    """Run the agent once in spec.clone. Raises HarnessFault when the harness could not.
+
+    `clone_folder` (the folder made for the clone, if agentab made one) is removed with the
+    agent if a later attempt finds it stale."""
     files.folder.mkdir(parents=True, exist_ok=True)
+    folders = [spec.scratch, *([clone_folder] if clone_folder else [])]
     if offline_policy is None:
-        return _run_prepared(harness, installation, spec, files)
+        return _run_prepared(harness, installation, spec, files, folders)
     with serve(offline_policy, seed, files.model_requests) as base_url:
-        return _run_prepared(harness, installation, replace(spec, model_base_url=base_url), files)
+        spec = replace(spec, model_base_url=base_url)
+        return _run_prepared(harness, installation, spec, files, folders)
 
 
-def _run_prepared(harness, installation, spec: RunSpec, files: RunFiles) -> AgentRun:
+def _run_prepared(harness, installation, spec: RunSpec, files: RunFiles, folders) -> AgentRun:
     if spec.scratch.exists():
         shutil.rmtree(spec.scratch)  # a retry never inherits a used config dir or HOME
     invocation = harness.prepare(spec, installation)
@@ -142,6 +148,7 @@ def _run_prepared(harness, installation, spec: RunSpec, files: RunFiles) -> Agen
             stderr_path=files.agent_stderr,
             timeout_s=spec.timeout_s,
             lock_path=files.lock,
+            folders=folders,
         )
     except CannotStart as error:
         raise HarnessFault(str(error)) from None
@@ -234,8 +241,9 @@ def perform_run(
         raise
     spec = RunSpec(
         clone=clone,
-        # One scratch per attempt: a stale attempt left by a killed workflow cleans up its own
-        # folder when its agent is ended, never the agent dir or HOME of the attempt after it.
+        # One scratch per attempt: a stale attempt's folders are removed by their own names
+        # (by their owner, or by the next attempt, from the lock), never the agent dir or HOME
+        # of the attempt after it.
         scratch=files.folder / f".scratch-{os.getpid()}",
         prompt=cell.prompt,
         provider=cell.agent.provider,
@@ -257,7 +265,7 @@ def perform_run(
             model_can_reason=bool(load_policy(policy).settings.get("reasoning", True)),
         )
     try:
-        run = run_agent(harness, installation, spec, files, policy, seed or 0)
+        run = run_agent(harness, installation, spec, files, policy, seed or 0, own_folder)
         # Against the SHA recorded at clone time: the agent may move or delete the tag.
         files.patch.write_bytes(etalon_module.result_patch(clone, sha))
     except HarnessFault as fault:

@@ -1,4 +1,4 @@
-"""Faults the workflow survives: a stop signal in the middle of a job.
+"""Faults the workflow survives: a stop signal, a kill -9 in the middle of a job.
 
 Each test starts the real snakemake on a small copy of the demo, interrupts it at a chosen
 moment (an agent or a validator that waits, so that the moment is certain), and checks what
@@ -99,6 +99,35 @@ def test_a_stop_signal_during_a_validator_ends_it_and_leaves_no_output(
     assert "Traceback" not in text
 
 
+def test_kill_9_during_a_validator_then_the_first_recovery_succeeds(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "killed", pi_installation.root.parents[1], repetitions=1)
+    asleep = add_sleeping_validator(project, tmp_path / "asleep")
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, str(SLOW), output=output)
+        assert wait_until((asleep / "pid").exists, 120), output.read_text()
+        validator = int((asleep / "pid").read_text())
+        step = parent_of(validator)
+        # Snakemake and the validate step die at once; the validator is orphaned, still asleep.
+        process.kill()
+        os.kill(step, signal.SIGKILL)
+        process.wait(timeout=30)
+        assert is_running(validator)
+        assert snakemake(project, "--unlock").returncode == 0
+        again = snakemake(project, str(SLOW))  # the default profile reruns incomplete jobs
+        assert not is_running(validator), "the stale validator was not ended"
+    text = again.stdout + again.stderr
+    assert again.returncode == 0, text[-3000:]
+    assert "Traceback" not in text
+    run = project / RUNS / "nothing-off" / "r01"
+    output_of_slow = json.loads((run / "validators" / "slow.json").read_text())
+    assert output_of_slow["ok"] and output_of_slow["metrics"] == {"slept": True}, output_of_slow
+    assert not list((run / "validators").glob(".*.lock"))
+    assert not list((project / ".agentab" / "work").iterdir()), "a scratch folder was left"
+
+
 def add_sleeping_validator(project: Path, asleep: Path) -> Path:
     """A script validator that sleeps the first time it runs (it makes `asleep` and writes its
     pid there) and scores at once after that."""
@@ -125,6 +154,10 @@ def add_sleeping_validator(project: Path, asleep: Path) -> Path:
         + '\n[validators.slow]\nmode = "script"\nrun = ["validators/slow.py"]\n'
     )
     return asleep
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def is_running(pid: int) -> bool:
