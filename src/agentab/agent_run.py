@@ -7,6 +7,7 @@ must fix; otherwise the run has an outcome (completed or failed) and `run.json` 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -84,12 +85,35 @@ def provider_api_key(provider: str, credentials: Path | None) -> str | None:
 
 def set_aside_earlier_attempt(files: RunFiles) -> None:
     """One attempt, one request log: a log a killed attempt left is kept apart, named so."""
-    if not files.model_requests.exists():
-        return
+    if files.model_requests.exists():
+        files.model_requests.replace(new_attempt_log(files))
+
+
+def new_attempt_log(files: RunFiles) -> Path:
+    """An empty `earlier-attempts/attempt-N-model-requests.jsonl`, N the next free number.
+
+    An attempt's request log is written there, and becomes the run's own only once the run
+    has its outcome: Snakemake deletes a job's outputs before it redoes the job, so the log of
+    an attempt that was killed, stopped or ended in a fault is kept apart only if it never was
+    at the output's path. Created exclusively: a stale twin may be choosing its number too.
+    """
     files.earlier_attempts.mkdir(parents=True, exist_ok=True)
-    number = len(list(files.earlier_attempts.glob("attempt-*"))) + 1
-    kept = files.earlier_attempts / f"attempt-{number}-{files.model_requests.name}"
-    files.model_requests.replace(kept)
+    number = len(list(files.earlier_attempts.glob("attempt-*")))
+    while True:
+        number += 1
+        log = files.earlier_attempts / f"attempt-{number}-{files.model_requests.name}"
+        try:
+            log.open("x").close()
+            return log
+        except FileExistsError:
+            continue
+
+
+def adopt_attempt_log(log: Path, files: RunFiles) -> None:
+    """The run has its outcome: its attempt's log is the run's request log."""
+    log.replace(files.model_requests)
+    with contextlib.suppress(OSError):
+        files.earlier_attempts.rmdir()  # only when no earlier attempt is kept there
 
 
 def offline_policy_source(scenario, model: str) -> str:
@@ -264,8 +288,10 @@ def perform_run(
             model=Path(policy).stem if policy.endswith(".toml") else policy,
             model_can_reason=bool(load_policy(policy).settings.get("reasoning", True)),
         )
+    attempt_log = new_attempt_log(files) if offline else None
     try:
-        run = run_agent(harness, installation, spec, files, policy, seed or 0, own_folder)
+        attempt_files = replace(files, model_requests=attempt_log) if attempt_log else files
+        run = run_agent(harness, installation, spec, attempt_files, policy, seed or 0, own_folder)
         # Against the SHA recorded at clone time: the agent may move or delete the tag.
         files.patch.write_bytes(etalon_module.result_patch(clone, sha))
     except HarnessFault as fault:
@@ -275,6 +301,8 @@ def perform_run(
         shutil.rmtree(spec.scratch, ignore_errors=True)
         if own_folder is not None:
             shutil.rmtree(own_folder, ignore_errors=True)
+    if attempt_log is not None:
+        adopt_attempt_log(attempt_log, files)
     files.model_requests.touch()  # a declared output; empty when nothing was recorded
     if offline:
         receipt = build_receipt(cell, spec.model, harness, run.facts, files.model_requests, clone)

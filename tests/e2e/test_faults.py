@@ -65,6 +65,8 @@ def test_a_stop_signal_ends_the_agents_in_flight_and_leaves_their_runs_to_redo(
     name = signal.Signals(signum).name
     for run in stopped_runs:
         assert f"agentab: stopped by {name}; the agent of run {run} was ended" in text, text
+        kept = project / RUNS / run / "earlier-attempts" / "attempt-1-model-requests.jsonl"
+        assert kept.exists(), "the stopped attempt's request log was not kept apart"
     assert not list((project / RUNS).glob("*/r*/run.json"))
     assert not list((project / RUNS).glob("*/r*/measures.json"))
     assert not agent_locks(project)
@@ -126,6 +128,59 @@ def test_kill_9_during_a_validator_then_the_first_recovery_succeeds(
     assert output_of_slow["ok"] and output_of_slow["metrics"] == {"slept": True}, output_of_slow
     assert not list((run / "validators").glob(".*.lock"))
     assert not list((project / ".agentab" / "work").iterdir()), "a scratch folder was left"
+
+
+def test_kill_9_during_an_agent_run_then_one_attempt_one_request_log(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "killed", pi_installation.root.parents[1], repetitions=1)
+    asleep = tmp_path / "asleep"
+    (project / "demo" / "sleeps-once.toml").write_text(SLEEPS_ONCE.replace("ASLEEP", str(asleep)))
+    set_agent(project, model="sleeps-once.toml", timeout=AGENT_TIMEOUT)
+    run = project / RUNS / "nothing-off" / "r01"
+    target = str(RUNS / "nothing-off" / "r01" / "run.json")
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, target, output=output)
+        assert wait_until(asleep.exists, 120), output.read_text()
+        process.kill()  # Snakemake only: its run step and agent are left running
+        process.wait(timeout=30)
+        assert snakemake(project, "--unlock").returncode == 0
+        again = snakemake(project, target)
+    text = again.stdout + again.stderr
+    assert again.returncode == 0, text[-3000:]
+    assert "Traceback" not in text
+    redone = request_numbers(run / "model-requests.jsonl")
+    assert redone == list(range(1, len(redone) + 1)) and len(redone) >= 3, redone
+    kept = list((run / "earlier-attempts").iterdir())
+    assert [path.name for path in kept] == ["attempt-1-model-requests.jsonl"]
+    assert request_numbers(kept[0]) == [1, 2]  # read calc.py; then the command that sleeps
+    assert "sleep 600" in kept[0].read_text()
+
+
+# The agent reads calc.py, then runs a command that sleeps the first time it runs, so that a kill
+# finds the agent in the middle of its run with two requests made.
+SLEEPS_ONCE = """
+[policy]
+description = "Reads calc.py, then runs a command that sleeps the first time it runs."
+
+[[steps]]
+id = "read"
+action = "read"
+path = "calc.py"
+
+[[steps]]
+id = "wait"
+action = "run"
+command = "mkdir ASLEEP 2>/dev/null && sleep 600; true"
+
+[final]
+text = "Done."
+"""
+
+
+def request_numbers(log: Path) -> list[int]:
+    return [json.loads(line)["seq"] for line in log.read_text().splitlines()]
 
 
 def add_sleeping_validator(project: Path, asleep: Path) -> Path:
