@@ -19,6 +19,7 @@ include: "rules/report.smk"
 
 
 onstart:
+    pass_stop_signals_to_steps()
     start_run_progress(WORKFLOW)
 
 

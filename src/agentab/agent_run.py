@@ -7,6 +7,7 @@ must fix; otherwise the run has an outcome (completed or failed) and `run.json` 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -87,12 +88,35 @@ def provider_api_key(provider: str, credentials: Path | None) -> str | None:
 
 def set_aside_earlier_attempt(files: RunFiles) -> None:
     """One attempt, one request log: a log a killed attempt left is kept apart, named so."""
-    if not files.model_requests.exists():
-        return
+    if files.model_requests.exists():
+        files.model_requests.replace(new_attempt_log(files))
+
+
+def new_attempt_log(files: RunFiles) -> Path:
+    """An empty `earlier-attempts/attempt-N-model-requests.jsonl`, N the next free number.
+
+    An attempt's request log is written there, and becomes the run's own only once the run
+    has its outcome: Snakemake deletes a job's outputs before it redoes the job, so the log of
+    an attempt that was killed, stopped or ended in a fault is kept apart only if it never was
+    at the output's path. Created exclusively: a stale twin may be choosing its number too.
+    """
     files.earlier_attempts.mkdir(parents=True, exist_ok=True)
-    number = len(list(files.earlier_attempts.glob("attempt-*"))) + 1
-    kept = files.earlier_attempts / f"attempt-{number}-{files.model_requests.name}"
-    files.model_requests.replace(kept)
+    number = len(list(files.earlier_attempts.glob("attempt-*")))
+    while True:
+        number += 1
+        log = files.earlier_attempts / f"attempt-{number}-{files.model_requests.name}"
+        try:
+            log.open("x").close()
+            return log
+        except FileExistsError:
+            continue
+
+
+def adopt_attempt_log(log: Path, files: RunFiles) -> None:
+    """The run has its outcome: its attempt's log is the run's request log."""
+    log.replace(files.model_requests)
+    with contextlib.suppress(OSError):
+        files.earlier_attempts.rmdir()  # only when no earlier attempt is kept there
 
 
 def offline_policy_source(scenario, model: str) -> str:
@@ -117,16 +141,22 @@ def run_agent(
     spec: RunSpec,
     files: RunFiles,
     model_server,
+    clone_folder: Path | None = None,
 ) -> AgentRun:
     """Run the agent once in spec.clone, every request it makes to its model recorded on the
     way by `model_server` (the offline model, or the recording proxy to a provider). Raises
-    HarnessFault when the harness could not."""
+    HarnessFault when the harness could not.
+
+    `clone_folder` (the folder made for the clone, if agentab made one) is removed with the
+    agent if a later attempt finds it stale."""
     files.folder.mkdir(parents=True, exist_ok=True)
+    folders = [spec.scratch, *([clone_folder] if clone_folder else [])]
     with model_server as base_url:
-        return _run_prepared(harness, installation, replace(spec, model_base_url=base_url), files)
+        spec = replace(spec, model_base_url=base_url)
+        return _run_prepared(harness, installation, spec, files, folders)
 
 
-def _run_prepared(harness, installation, spec: RunSpec, files: RunFiles) -> AgentRun:
+def _run_prepared(harness, installation, spec: RunSpec, files: RunFiles, folders) -> AgentRun:
     if spec.scratch.exists():
         shutil.rmtree(spec.scratch)  # a retry never inherits a used config dir or HOME
     invocation = harness.prepare(spec, installation)
@@ -144,6 +174,7 @@ def _run_prepared(harness, installation, spec: RunSpec, files: RunFiles) -> Agen
             stderr_path=files.agent_stderr,
             timeout_s=spec.timeout_s,
             lock_path=files.lock,
+            folders=folders,
         )
     except CannotStart as error:
         raise HarnessFault(str(error)) from None
@@ -255,11 +286,17 @@ def perform_run(
     # clone is made fresh, or it could write into the new one.
     end_stale_twin(files.lock)
     set_aside_earlier_attempt(files)
-    sha = ensure_fresh_clone(scenario.etalon, clone, mirrors_dir.absolute())
+    try:
+        sha = ensure_fresh_clone(scenario.etalon, clone, mirrors_dir.absolute())
+    except BaseException:  # a clone that failed, or was stopped, leaves no folder behind
+        if own_folder is not None:
+            shutil.rmtree(own_folder, ignore_errors=True)
+        raise
     spec = RunSpec(
         clone=clone,
-        # One scratch per attempt: a stale attempt left by a killed workflow cleans up its own
-        # folder when its agent is ended, never the agent dir or HOME of the attempt after it.
+        # One scratch per attempt: a stale attempt's folders are removed by their own names
+        # (by their owner, or by the next attempt, from the lock), never the agent dir or HOME
+        # of the attempt after it.
         scratch=files.folder / f".scratch-{os.getpid()}",
         prompt=cell.prompt,
         provider=cell.agent.provider,
@@ -280,13 +317,16 @@ def perform_run(
             model=Path(policy).stem if policy.endswith(".toml") else policy,
             model_can_reason=bool(load_policy(policy).settings.get("reasoning", True)),
         )
+    # Every attempt, on the offline model or through the recording proxy, logs apart.
+    attempt_log = new_attempt_log(files)
     if offline:
-        model_server = serve(policy, seed, files.model_requests)
+        model_server = serve(policy, seed, attempt_log)
     else:
         endpoint = endpoint_for(cell.agent.provider, provider_endpoints or {})
-        model_server = recording(endpoint, files.model_requests, spec.timeout_s + 60)
+        model_server = recording(endpoint, attempt_log, spec.timeout_s + 60)
     try:
-        run = run_agent(harness, installation, spec, files, model_server)
+        attempt_files = replace(files, model_requests=attempt_log)
+        run = run_agent(harness, installation, spec, attempt_files, model_server, own_folder)
         # Against the SHA recorded at clone time: the agent may move or delete the tag.
         files.patch.write_bytes(etalon_module.result_patch(clone, sha))
     except HarnessFault as fault:
@@ -296,6 +336,7 @@ def perform_run(
         shutil.rmtree(spec.scratch, ignore_errors=True)
         if own_folder is not None:
             shutil.rmtree(own_folder, ignore_errors=True)
+    adopt_attempt_log(attempt_log, files)
     files.model_requests.touch()  # a declared output; empty when nothing was recorded
     fill_unreported_usage(run.facts, files.model_requests)
     receipt = build_receipt(cell, spec.model, harness, run.facts, files.model_requests, clone)

@@ -4,7 +4,8 @@ Every such process gets standard input closed and a new session, so that its who
 group can be ended at a timeout (tools leave background children). A lock file holds the group
 id and the leader's start time, so that a twin left running by a killed workflow (kill -9 of
 Snakemake re-parents it) is ended before the same job starts again, and a reused pid is never
-mistaken for it.
+mistaken for it. It also names the attempt's private folders, which a killed step could not
+remove: they go with the twin.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,10 +46,12 @@ def run_process(
     stderr_path: Path,
     timeout_s: float,
     lock_path: Path,
+    folders: Sequence[Path] = (),
 ) -> ProcessResult:
     """Run a program to its end or to the timeout; its whole process group never outlives it.
 
-    Raises CannotStart when the program cannot be started at all.
+    `folders` are the attempt's own (its scratch, its clone), removed with it if it is found
+    stale. Raises CannotStart when the program cannot be started at all.
     """
     end_stale_twin(lock_path)
     started = time.monotonic()
@@ -64,7 +69,7 @@ def run_process(
         except OSError as error:
             raise CannotStart(f"cannot start {argv[0]}: {error}") from None
         pgid = process.pid  # a new session: the leader's pid is the group id
-        write_lock(lock_path, pgid)
+        write_lock(lock_path, pgid, folders)
         try:
             exit_code = process.wait(timeout=timeout_s)
             timed_out = False
@@ -134,14 +139,16 @@ def process_start_ticks(pid: int) -> str | None:
         return None
 
 
-def write_lock(lock_path: Path, pgid: int) -> None:
-    """The group to end, and the agentab step that owns it (a killed workflow orphans both)."""
+def write_lock(lock_path: Path, pgid: int, folders: Sequence[Path] = ()) -> None:
+    """The group to end, the agentab step that owns it (a killed workflow orphans both), and
+    the folders of that attempt, which its owner removes unless it is killed."""
     owner = os.getpid()
     record = {
         "pgid": pgid,
         "start": process_start_ticks(pgid),
         "owner": owner,
         "owner_start": process_start_ticks(owner),
+        "folders": [str(Path(folder).absolute()) for folder in folders],
     }
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     lock_path.write_text(json.dumps(record) + "\n")
@@ -170,6 +177,7 @@ def end_stale_twin(lock_path: Path) -> None:
     leader_start = process_start_ticks(pgid)
     if leader_start == record.get("start") or leader_start is None:
         end_process_group(pgid)
+    remove_stale_folders(record)
     lock_path.unlink(missing_ok=True)
 
 
@@ -182,3 +190,11 @@ def end_stale_owner(record: dict) -> None:
     if process_start_ticks(owner) == record.get("owner_start") is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(owner, signal.SIGKILL)
+
+
+def remove_stale_folders(record: dict) -> None:
+    """The stale attempt's own folders: its owner, killed, never removed them. Each attempt's
+    folders have names of their own, so this never touches the attempt that redoes the job."""
+    for folder in record.get("folders") or []:
+        if isinstance(folder, str) and Path(folder).is_absolute():
+            shutil.rmtree(folder, ignore_errors=True)

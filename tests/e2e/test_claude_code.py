@@ -227,4 +227,6 @@ def test_a_provider_that_stays_overloaded_is_a_fault(world):
     assert done.returncode == 3, done.stderr
     assert "529" in done.stderr and "Traceback" not in done.stderr
     assert not (out / "run.json").exists()
-    assert len(requests_of(out)) == 11
+    # A fault is no outcome: its attempt's requests are kept apart, the run has none yet.
+    kept = out / "earlier-attempts" / "attempt-1-model-requests.jsonl"
+    assert len(kept.read_text().splitlines()) == 11

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,6 +50,70 @@ def snakemake(project: Path, *args: str, timeout: float = 600) -> subprocess.Com
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+def set_agent(project: Path, *, model: str, timeout: str) -> None:
+    """The scenario's [agent] with another offline policy (a name, or a file beside the
+    scenario) and time limit."""
+    scenario = project / "demo" / "scenario.toml"
+    text = re.sub(r'(?m)^model = "demo"', f"model = {model!r}", scenario.read_text())
+    scenario.write_text(re.sub(r'(?m)^timeout = "2m"', f"timeout = {timeout!r}", text))
+
+
+def start_snakemake(project: Path, *args: str, output: Path) -> subprocess.Popen:
+    """Snakemake in the background, leading a process group of its own as a shell's job does
+    (so that a test can signal it alone, or its group as Ctrl-C does); its output in `output`.
+
+    SIGINT is reset to its default: a test runner started in the background ignores it, and an
+    ignored signal would stay ignored in every process below.
+    """
+    with open(output, "w") as log:
+        return subprocess.Popen(
+            [str(SNAKEMAKE), "--cores", "2", *args],
+            cwd=project,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+
+
+def wait_until(condition: Callable[[], object], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return bool(condition())
+
+
+def processes_in(project: Path) -> list[int]:
+    """Every process working in the project (Snakemake, steps, agents, validators), by cwd."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if Path(cwd).is_relative_to(project):
+            found.append(int(proc.name))
+    return found
+
+
+@contextlib.contextmanager
+def ending_what_is_left(project: Path) -> Iterator[None]:
+    """Whatever is still running in the project when the block ends (a test that failed, or
+    that left a process on purpose) is killed then, and only that: check what you expect to
+    be gone inside the block."""
+    try:
+        yield
+    finally:
+        for pid in processes_in(project):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def job_counts(output: str) -> dict[str, int]:

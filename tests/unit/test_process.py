@@ -67,3 +67,16 @@ def test_a_lock_naming_a_reused_pid_ends_nothing(tmp_path):
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_a_stale_twins_own_folders_go_with_it_and_no_other(tmp_path):
+    twin = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    stale, redo = tmp_path / "work" / "stale-attempt", tmp_path / "work" / "the-redo"
+    for folder in (stale, redo):
+        (folder / "workdir").mkdir(parents=True)
+    lock = tmp_path / "validator.lock"
+    write_lock(lock, twin.pid, [stale])
+    end_stale_twin(lock)
+    twin.wait(timeout=10)
+    assert not stale.exists()
+    assert (redo / "workdir").is_dir()

@@ -4,7 +4,9 @@ Each step runs unchanged on a laptop or a cluster node, outside Snakemake too: t
 rules only call them, passing each file the step reads or writes. One exit-code contract for
 every step: 0 when the step has its outcome, 2 on an error a person must fix (the message names
 the file, the key and the fix), 3 on a fault (the work could not be done this time: Snakemake
-redoes the job). A step holds no logic of its own: it parses its arguments and calls the library.
+redoes the job), 128 + the signal's number when it was asked to stop (SIGTERM, SIGINT, SIGHUP:
+what it started is ended, it leaves no outcome, and the next invocation redoes it). A step holds
+no logic of its own: it parses its arguments and calls the library.
 """
 
 from __future__ import annotations
@@ -16,20 +18,31 @@ from pathlib import Path
 
 from agentab.errors import AgentabError
 from agentab.harnesses.base import HarnessFault
+from agentab.stopping import Stopped, stop_on_signals
 
 USER_ERROR_EXIT = 2
 FAULT_EXIT = 3
 
 
 def run_step(
-    build: Callable[[argparse.ArgumentParser], None], act: Callable[[argparse.Namespace], int]
+    build: Callable[[argparse.ArgumentParser], None],
+    act: Callable[[argparse.Namespace], int],
+    ended: Callable[[argparse.Namespace], str] | None = None,
 ) -> None:
-    """Parse the step's arguments, act, and turn a user error into its message and exit 2."""
+    """Parse the step's arguments, act, and turn a user error into its message and exit 2.
+
+    `ended` says what a stop ended and what becomes of it (`the agent of run rule-off/r01 was
+    ended; …`)."""
     parser = argparse.ArgumentParser(prog=f"python -m {sys.modules['__main__'].__spec__.name}")
     build(parser)
     args = parser.parse_args()
+    stop_on_signals()
     try:
         code = act(args)
+    except Stopped as stop:
+        what = ended(args) if ended else "the step was ended; it is redone on the next invocation"
+        print(f"agentab: stopped by {stop.signal_name}; {what}", file=sys.stderr)
+        code = stop.exit_code
     except HarnessFault as fault:
         print(f"fault (the job will be redone): {fault.render()}", file=sys.stderr)
         code = FAULT_EXIT

@@ -4,7 +4,8 @@ Runs the agent once for one cell and repetition, on the fresh clone, and writes 
 each is named by its own option (the workflow rule passes its outputs); `--out DIR` names them
 all at once, as the results layout places them in a run folder. Exit 0 when the run has an
 outcome (completed or failed), 3 on a fault (the workflow redoes it), 2 on an error a person must
-fix (e.g. the installed harness is not the pinned version).
+fix (e.g. the installed harness is not the pinned version), 128 + the signal's number when it was
+asked to stop: the agent is ended and the run has no outcome.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentab.agent_run import RunFiles, perform_run
-from agentab.layout import RunFolder
+from agentab.layout import RunFolder, run_id
 from agentab.scenario import load_scenario
 from agentab.steps import add_run_arguments, run_step
 
@@ -93,5 +94,12 @@ def act(args) -> int:
     return 0
 
 
+def ended(args) -> str:
+    return (
+        f"the agent of run {run_id(args.cell, args.rep)} was ended; this run has no outcome "
+        "and is redone on the next invocation"
+    )
+
+
 if __name__ == "__main__":
-    run_step(build, act)
+    run_step(build, act, ended)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agentab.layout import run_id
 from agentab.scenario import load_scenario
 from agentab.steps import add_run_arguments, run_step
 from agentab.validation import ValidationFiles, validate_run
@@ -63,5 +64,12 @@ def act(args) -> int:
     return 0
 
 
+def ended(args) -> str:
+    return (
+        f"the validator {args.validator} of run {run_id(args.cell, args.rep)} was ended; it "
+        "wrote no output and is redone on the next invocation"
+    )
+
+
 if __name__ == "__main__":
-    run_step(build, act)
+    run_step(build, act, ended)

@@ -93,6 +93,7 @@ class ValidatorJob:
     audit_dir: Path  # where a validator keeps what it sent and received, for audit
     settings: JudgeSettings = field(default_factory=JudgeSettings)
     lock_path: Path | None = None  # holds the validator's process group while it runs
+    scratch_dir: Path | None = None  # this attempt's own folder: removed with a stale twin
 
     @property
     def name(self) -> str:
@@ -182,4 +183,5 @@ def prepare_job(
         audit_dir=audit_dir,
         settings=settings or JudgeSettings(),
         lock_path=lock_path or scratch_dir / "validator.lock",
+        scratch_dir=scratch_dir,
     )

@@ -65,6 +65,7 @@ def _run_script(job: ValidatorJob) -> dict:
             stderr_path=stderr_path,
             timeout_s=timeout,
             lock_path=job.lock_path or job.audit_dir / "validator.lock",
+            folders=[job.scratch_dir] if job.scratch_dir else [],
         )
     except CannotStart as error:
         return invalid_output(name, "script", str(error))

@@ -1,0 +1,232 @@
+"""Faults the workflow survives: a stop signal, a kill -9 in the middle of a job.
+
+Each test starts the real snakemake on a small copy of the demo, interrupts it at a chosen
+moment (an agent or a validator that waits, so that the moment is certain), and checks what
+the interruption left and what the next invocation does with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from agentab.process import group_alive
+from tests.e2e.workflow import (
+    ending_what_is_left,
+    job_counts,
+    make_project,
+    processes_in,
+    set_agent,
+    snakemake,
+    start_snakemake,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+RUNS = Path("results") / "demo" / "runs"
+AGENT_TIMEOUT = "10m"  # far beyond the test: only a stop can end these agents in time
+PROMPT_STOP_S = 20
+# One run, one validator as targets, so that a test is short.
+SLOW = RUNS / "nothing-off" / "r01" / "validators" / "slow.json"
+
+
+@pytest.mark.parametrize(
+    ("signum", "whole_group"),
+    [
+        (signal.SIGTERM, False),  # `kill PID`, as a batch system or a service manager sends it
+        (signal.SIGINT, True),  # Ctrl-C: the terminal signals the foreground process group
+        (signal.SIGHUP, False),  # the terminal closed
+    ],
+    ids=["sigterm", "ctrl-c", "sighup"],
+)
+def test_a_stop_signal_ends_the_agents_in_flight_and_leaves_their_runs_to_redo(
+    tmp_path: Path, pi_installation, signum: int, whole_group: bool
+) -> None:
+    project = make_project(tmp_path / "stopped", pi_installation.root.parents[1], repetitions=1)
+    set_agent(project, model="hang", timeout=AGENT_TIMEOUT)
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, output=output)
+        # Two agents at once (--cores 2): each run step writes its lock once its agent runs.
+        assert wait_until(lambda: len(agent_locks(project)) == 2, 120), output.read_text()
+        stopped_runs = sorted(run_of(lock) for lock in agent_locks(project))
+        agent_groups = [json.loads(lock.read_text())["pgid"] for lock in agent_locks(project)]
+        os.killpg(process.pid, signum) if whole_group else process.send_signal(signum)
+        process.wait(timeout=PROMPT_STOP_S)  # the agents' timeout is 10 minutes
+        assert not processes_in(project), "a process of the project outlived snakemake"
+        assert not any(group_alive(pgid) for pgid in agent_groups)
+    text = output.read_text()
+    assert process.returncode != 0
+    name = signal.Signals(signum).name
+    for run in stopped_runs:
+        assert f"agentab: stopped by {name}; the agent of run {run} was ended" in text, text
+        kept = project / RUNS / run / "earlier-attempts" / "attempt-1-model-requests.jsonl"
+        assert kept.exists(), "the stopped attempt's request log was not kept apart"
+    assert not list((project / RUNS).glob("*/r*/run.json"))
+    assert not list((project / RUNS).glob("*/r*/measures.json"))
+    assert not agent_locks(project)
+    assert not list((project / ".agentab" / "work").iterdir()), "a clone was left behind"
+    assert "Traceback" not in text
+    assert job_counts(snakemake(project, "-n").stdout).get("run_agent") == 4
+
+
+def test_a_stop_signal_during_a_validator_ends_it_and_leaves_no_output(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "stopped", pi_installation.root.parents[1], repetitions=1)
+    asleep = add_sleeping_validator(project, tmp_path / "asleep")
+    run = project / RUNS / "nothing-off" / "r01"
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, str(SLOW), output=output)
+        assert wait_until((asleep / "pid").exists, 120), output.read_text()
+        validator = int((asleep / "pid").read_text())
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=PROMPT_STOP_S)  # the validator sleeps 10 minutes
+        assert not is_running(validator)
+        assert not processes_in(project), "a process of the project outlived snakemake"
+    text = output.read_text()
+    assert process.returncode != 0
+    assert (
+        "agentab: stopped by SIGTERM; the validator slow of run nothing-off/r01 was ended" in text
+    ), text
+    assert not (run / "validators" / "slow.json").exists()
+    assert not (run / "validators" / ".slow.lock").exists()
+    assert not list((project / ".agentab" / "work").iterdir()), "a scratch folder was left"
+    assert "Traceback" not in text
+
+
+def test_kill_9_during_a_validator_then_the_first_recovery_succeeds(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "killed", pi_installation.root.parents[1], repetitions=1)
+    asleep = add_sleeping_validator(project, tmp_path / "asleep")
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, str(SLOW), output=output)
+        assert wait_until((asleep / "pid").exists, 120), output.read_text()
+        validator = int((asleep / "pid").read_text())
+        step = parent_of(validator)
+        # Snakemake and the validate step die at once; the validator is orphaned, still asleep.
+        process.kill()
+        os.kill(step, signal.SIGKILL)
+        process.wait(timeout=30)
+        assert is_running(validator)
+        assert snakemake(project, "--unlock").returncode == 0
+        again = snakemake(project, str(SLOW))  # the default profile reruns incomplete jobs
+        assert not is_running(validator), "the stale validator was not ended"
+    text = again.stdout + again.stderr
+    assert again.returncode == 0, text[-3000:]
+    assert "Traceback" not in text
+    run = project / RUNS / "nothing-off" / "r01"
+    output_of_slow = json.loads((run / "validators" / "slow.json").read_text())
+    assert output_of_slow["ok"] and output_of_slow["metrics"] == {"slept": True}, output_of_slow
+    assert not list((run / "validators").glob(".*.lock"))
+    assert not list((project / ".agentab" / "work").iterdir()), "a scratch folder was left"
+
+
+def test_kill_9_during_an_agent_run_then_one_attempt_one_request_log(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "killed", pi_installation.root.parents[1], repetitions=1)
+    asleep = tmp_path / "asleep"
+    (project / "demo" / "sleeps-once.toml").write_text(SLEEPS_ONCE.replace("ASLEEP", str(asleep)))
+    set_agent(project, model="sleeps-once.toml", timeout=AGENT_TIMEOUT)
+    run = project / RUNS / "nothing-off" / "r01"
+    target = str(RUNS / "nothing-off" / "r01" / "run.json")
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, target, output=output)
+        assert wait_until(asleep.exists, 120), output.read_text()
+        process.kill()  # Snakemake only: its run step and agent are left running
+        process.wait(timeout=30)
+        assert snakemake(project, "--unlock").returncode == 0
+        again = snakemake(project, target)
+    text = again.stdout + again.stderr
+    assert again.returncode == 0, text[-3000:]
+    assert "Traceback" not in text
+    redone = request_numbers(run / "model-requests.jsonl")
+    assert redone == list(range(1, len(redone) + 1)) and len(redone) >= 3, redone
+    kept = list((run / "earlier-attempts").iterdir())
+    assert [path.name for path in kept] == ["attempt-1-model-requests.jsonl"]
+    assert request_numbers(kept[0]) == [1, 2]  # read calc.py; then the command that sleeps
+    assert "sleep 600" in kept[0].read_text()
+
+
+# The agent reads calc.py, then runs a command that sleeps the first time it runs, so that a kill
+# finds the agent in the middle of its run with two requests made.
+SLEEPS_ONCE = """
+[policy]
+description = "Reads calc.py, then runs a command that sleeps the first time it runs."
+
+[[steps]]
+id = "read"
+action = "read"
+path = "calc.py"
+
+[[steps]]
+id = "wait"
+action = "run"
+command = "mkdir ASLEEP 2>/dev/null && sleep 600; true"
+
+[final]
+text = "Done."
+"""
+
+
+def request_numbers(log: Path) -> list[int]:
+    return [json.loads(line)["seq"] for line in log.read_text().splitlines()]
+
+
+def add_sleeping_validator(project: Path, asleep: Path) -> Path:
+    """A script validator that sleeps the first time it runs (it makes `asleep` and writes its
+    pid there) and scores at once after that."""
+    script = project / "demo" / "validators" / "slow.py"
+    script.write_text(
+        "#!/usr/bin/env python3\n"
+        "import json, os, time\n"
+        f"asleep = {str(asleep)!r}\n"
+        "try:\n"
+        "    os.mkdir(asleep)\n"
+        "except FileExistsError:\n"
+        "    pass\n"
+        "else:\n"
+        "    with open(os.path.join(asleep, 'pid.partial'), 'w') as pid:\n"
+        "        pid.write(str(os.getpid()))\n"
+        "    os.rename(os.path.join(asleep, 'pid.partial'), os.path.join(asleep, 'pid'))\n"
+        "    time.sleep(600)\n"
+        'print(json.dumps({"metrics": {"slept": True}}))\n'
+    )
+    script.chmod(0o755)
+    scenario = project / "demo" / "scenario.toml"
+    scenario.write_text(
+        scenario.read_text()
+        + '\n[validators.slow]\nmode = "script"\nrun = ["validators/slow.py"]\n'
+    )
+    return asleep
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def is_running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def agent_locks(project: Path) -> list[Path]:
+    return list((project / RUNS).glob("*/r*/agent.lock"))
+
+
+def run_of(run_file: Path) -> str:
+    """`rule-off/r01` for a file of that run's folder."""
+    return f"{run_file.parent.parent.name}/{run_file.parent.name}"
