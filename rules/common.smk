@@ -47,7 +47,11 @@ def results_file(name):
 
 
 def run_file(name, *args):
-    """A file of one run's folder, by its layout name: run_file("record"), run_file("log", "run")."""
+    """A file of one run's folder, by its layout name: run_file("record"), run_file("log", "run").
+
+    As a param too: Snakemake fills a string's wildcards itself, where a function would be
+    inspected and called once per job (at 10 000 runs, the cost that shows in a dry run).
+    """
     attribute = getattr(LAYOUT.run("{scenario}", "{cell}", "{rep}"), name)
     return str(attribute(*args) if callable(attribute) else attribute)
 
@@ -77,13 +81,6 @@ VALIDATOR_OUTPUTS = {
 
 def validator_outputs(wildcards):
     return [path.format(**wildcards) for path in VALIDATOR_OUTPUTS[wildcards.scenario]]
-
-
-def filled(path_function):
-    """An input or param filled in with the wildcards (`path.format(**wildcards)`). The path is
-    spelled once, when the rule is defined, not once per job."""
-    template = path_function()
-    return lambda wildcards: template.format(**wildcards)
 
 
 # A per-run file that is missing, unreadable or malformed is removed with what depends on it,

@@ -24,6 +24,6 @@ rule report:
     conda:
         "../envs/agentab.yaml"
     params:
-        results_dir=filled(results),
+        results_dir=results(),
     script:
         "../scripts/report.py"

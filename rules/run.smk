@@ -29,10 +29,10 @@ rule run_agent:
         run_config=lambda w: WORKFLOW.run_params(w.scenario, w.cell),
         scenario=scenario_file,
         rep=rep_number,
-        stderr=filled(lambda: run_file("agent_stderr")),
-        lock=filled(lambda: run_file("agent_lock")),
-        earlier=filled(lambda: run_file("earlier_attempts")),
-        faults=filled(lambda: run_file("faults")),
+        stderr=run_file("agent_stderr"),
+        lock=run_file("agent_lock"),
+        earlier=run_file("earlier_attempts"),
+        faults=run_file("faults"),
     shell:
         "{PY:q} -m agentab.steps.run --scenario {params.scenario:q} --cell {wildcards.cell} "
         "--rep {params.rep} --work-root {WORK:q} --record {output.record:q} "

@@ -21,9 +21,9 @@ rule validate_run:
         validator=lambda w: WORKFLOW.validator_params(w.scenario, w.validator),
         scenario=scenario_file,
         rep=rep_number,
-        audit=filled(lambda: run_file("validator_audit", "{validator}")),
-        lock=filled(lambda: run_file("validator_lock", "{validator}")),
-        secret=filled(lambda: results_file("secret")),
+        audit=run_file("validator_audit", "{validator}"),
+        lock=run_file("validator_lock", "{validator}"),
+        secret=results_file("secret"),
     shell:
         "{PY:q} -m agentab.steps.validate --scenario {params.scenario:q} --cell {wildcards.cell} "
         "--rep {params.rep} --validator {wildcards.validator:q} --record {input.record:q} "
