@@ -21,7 +21,7 @@ rule synthesize:
     conda:
         "../envs/agentab.yaml"
     params:
-        results_dir=results(),
+        results_dir=results_folder,
     script:
         "../scripts/synthesize.py"
 
@@ -36,6 +36,6 @@ rule form_blank:
     conda:
         "../envs/agentab.yaml"
     params:
-        results_dir=results(),
+        results_dir=results_folder,
     script:
         "../scripts/form_blank.py"

@@ -41,6 +41,12 @@ def results(*parts):
     return str(folder.path.joinpath(*parts)) if parts else str(folder.path)
 
 
+def results_folder(wildcards):
+    """results/<scenario>/ of a job, as a param (a function: Snakemake's linter asks that a
+    param naming an output's folder is not a hard-coded string)."""
+    return results().format(**wildcards)
+
+
 def results_file(name):
     """A file of results/<scenario>/, by its layout name (frozen_scenario, report, …)."""
     return str(getattr(LAYOUT.results("{scenario}"), name))

@@ -49,7 +49,7 @@ rule ingest_form:
         "../envs/agentab.yaml"
     params:
         scenario=scenario_file,
-        results_dir=results(),
+        results_dir=results_folder,
     shell:
         "{PY:q} -m agentab.steps.ingest_form --scenario {params.scenario:q} "
         "--validator {wildcards.validator:q} --results-dir {params.results_dir:q} "

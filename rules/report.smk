@@ -24,6 +24,6 @@ rule report:
     conda:
         "../envs/agentab.yaml"
     params:
-        results_dir=results(),
+        results_dir=results_folder,
     script:
         "../scripts/report.py"
