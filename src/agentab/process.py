@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -71,7 +72,7 @@ def run_process(
         pgid = process.pid  # a new session: the leader's pid is the group id
         write_lock(lock_path, pgid, folders)
         try:
-            exit_code = process.wait(timeout=timeout_s)
+            exit_code = wait_exactly(process, timeout_s)
             timed_out = False
         except subprocess.TimeoutExpired:
             timed_out = True
@@ -81,6 +82,24 @@ def run_process(
             end_process_group(pgid, process)
             release_lock(lock_path, pgid)
     return ProcessResult(exit_code, timed_out, time.monotonic() - started)
+
+
+def wait_exactly(process: subprocess.Popen, timeout_s: float) -> int:
+    """The exit code, noticed the moment the process ends, or TimeoutExpired.
+
+    `Popen.wait(timeout)` polls with sleeps growing to 50 ms, so every run and validator job
+    learned of its child's end up to 50 ms late; a pidfd becomes readable at the exit itself."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # not Linux, or a kernel before 5.3
+        return process.wait(timeout=timeout_s)
+    try:
+        ready, _, _ = select.select([pidfd], [], [], timeout_s)
+    finally:
+        os.close(pidfd)
+    if not ready:
+        raise subprocess.TimeoutExpired(process.args, timeout_s)
+    return process.wait()
 
 
 def end_process_group(pgid: int, leader: subprocess.Popen | None = None) -> None:

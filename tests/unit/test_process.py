@@ -5,7 +5,9 @@ import subprocess
 import sys
 import time
 
-from agentab.process import end_stale_twin, group_alive, run_process, write_lock
+import pytest
+
+from agentab.process import end_stale_twin, group_alive, run_process, wait_exactly, write_lock
 
 
 def run(argv, env, cwd, timeout_s, lock):
@@ -80,3 +82,15 @@ def test_a_stale_twins_own_folders_go_with_it_and_no_other(tmp_path):
     twin.wait(timeout=10)
     assert not stale.exists()
     assert (redo / "workdir").is_dir()
+
+
+def test_the_exact_wait_gives_the_exit_code_or_times_out():
+    ended = subprocess.Popen(["sh", "-c", "exit 7"])
+    assert wait_exactly(ended, 30) == 7
+    sleeping = subprocess.Popen(["sleep", "30"])
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            wait_exactly(sleeping, 0.1)
+    finally:
+        sleeping.kill()
+        sleeping.wait()
