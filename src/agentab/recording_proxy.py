@@ -227,9 +227,8 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self._pass_back(reply, summary)
         except (OSError, http.client.HTTPException) as error:
             if summary is None:  # nothing went back yet: the harness sees a gateway error
-                self._send_unreachable(error)
                 summary = ReplySummary(api, 502, "", secrets)
-                summary.feed(json.dumps({"error": {"message": self._unreachable(error)}}).encode())
+                summary.feed(self._send_unreachable(error))
         finally:
             upstream.close()
             if seq is not None:
@@ -277,11 +276,12 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self.wfile.flush()
             summary.feed(chunk)
 
-    def _unreachable(self, error: Exception) -> str:
-        return f"agentab's recording proxy could not reach {self.server.endpoint.geturl()}: {error}"
-
-    def _send_unreachable(self, error: Exception) -> None:
-        data = json.dumps({"error": {"message": self._unreachable(error)}}).encode()
+    def _send_unreachable(self, error: Exception) -> bytes:
+        """A gateway error to the harness; returns the body, which the log keeps too."""
+        message = (
+            f"agentab's recording proxy could not reach {self.server.endpoint.geturl()}: {error}"
+        )
+        data = json.dumps({"error": {"message": message}}).encode()
         try:
             self.send_response(502)
             self.send_header("Content-Type", "application/json")
@@ -290,6 +290,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except OSError:
             pass  # the harness has gone too
+        return data
 
 
 @contextmanager
