@@ -20,15 +20,18 @@ include: "rules/report.smk"
 
 onstart:
     pass_stop_signals_to_steps()
+    start_step_server(workflow, WORKFLOW)
     start_run_progress(WORKFLOW)
 
 
 onsuccess:
+    stop_step_server()
     stop_run_progress()
     print(measured_summary(WORKFLOW))
 
 
 onerror:
+    stop_step_server()
     stop_run_progress()
     print(measured_summary(WORKFLOW))
     print("agentab: run the same command again to redo only what is missing.")

@@ -1,35 +1,65 @@
-"""Runs one workflow step as `python -m <step>` would, and writes to a file how long the
-processes the step waited on took: the agent, a script validator, a judge's model calls
-(Linux: it watches each process's exit through a pidfd).
+"""Runs workflow steps as they run in the workflow, and writes to a file how long the processes
+each step waited on took: the agent, a script validator, a judge's model calls (Linux: it
+watches each process's exit through a pidfd).
 
     python benchmarks/own_time.py OWN_FILE agentab.steps.validate --scenario … (the step's args)
+    python benchmarks/own_time.py --serve OWNER MODULE…   (a step server, timed)
 
-`bench_overhead.py` puts it in place of `-m` in a job's command: the job's wall time minus what
-this file records is agentab's own time in that job. Only watchers and timers are added around
-the library's own functions; nothing else changes.
+Cold, as on a cluster node: `bench_overhead.py` puts it in place of `-m` in a job's command.
+Warm, as in a local workflow: the job's command is unchanged and is handed over to a step server
+started through this file, which writes each step's record to `own-time.json` in the step's
+working folder (the benchmark runs one job at a time). Either way the job's wall time minus what this file records is
+agentab's own time in that job. Only watchers and timers are added around the library's own
+functions; nothing else changes.
 """
 
+import contextlib
 import json
 import runpy
 import sys
 import time
 
+WARM_OWN_FILE = "own-time.json"
+
 
 def main() -> None:
+    if sys.argv[1] == "--serve":
+        serve_timed(int(sys.argv[2]), sys.argv[3:])
+        return
     own_file, module, *arguments = sys.argv[1:]
+    sys.argv = [module, *arguments]
+    with timed(module, own_file):
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+@contextlib.contextmanager
+def timed(module: str, own_file: str):
     waits: list[dict] = []
     watchers: list = []
     time_processes(waits, watchers)
     if module == "agentab.steps.validate":
         time_judge_calls(waits)
-    sys.argv = [module, *arguments]
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        yield
     finally:
         for watcher in watchers:
             watcher.join(timeout=5)
         with open(own_file, "w", encoding="utf-8") as sink:
             json.dump(waits, sink)
+
+
+def serve_timed(owner: int, preload: list[str]) -> None:
+    """The workflow's step server, each forked step timed as `main` times a cold one."""
+    import agentab.step_server as server
+
+    run_step_module = server.run_step_module
+
+    def run_timed(step: list[str]) -> int:
+        with timed(step[0], WARM_OWN_FILE):
+            return run_step_module(step)
+
+    server.run_step_module = run_timed
+    server.serve(owner, preload)
 
 
 def time_processes(waits: list[dict], watchers: list) -> None:

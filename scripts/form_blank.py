@@ -1,5 +1,5 @@
 # Rule form_blank: write (or extend) the blind blank form of one form validator.
-from agentab.steps import run_in_script
+from agentab.steps.common import run_in_script
 
 run_in_script(  # noqa: F821 - Snakemake injects the `snakemake` object
     snakemake,  # noqa: F821

@@ -1,4 +1,4 @@
 # Rule synthesize: rebuild every output from the frozen scenario and the measures.json files.
-from agentab.steps import run_in_script
+from agentab.steps.common import run_in_script
 
 run_in_script(snakemake, ["synthesize", snakemake.params.results_dir])  # noqa: F821

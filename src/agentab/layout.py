@@ -228,5 +228,10 @@ class Layout:
         """The per-run files the repair at start found well-formed, by size and time."""
         return self.state / "verified" / f"{scenario}.json"
 
+    @property
+    def step_server_log(self) -> Path:
+        """What the step server of the last local invocation said (it says little)."""
+        return self.state / "logs" / "step-server.log"
+
     def install_log(self, harness: str, version: str) -> Path:
         return self.state / "logs" / f"install-{harness}-{version}.log"

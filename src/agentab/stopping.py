@@ -24,8 +24,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-STEP_MODULE_PREFIX = "agentab.steps."
+from agentab.step_client import STEP_MODULE_PREFIX, STOP_SIGNALS, parent_of
 
 
 class Stopped(BaseException):
@@ -133,7 +132,7 @@ def running_steps(ancestor: int) -> list[int]:
 def descendants(ancestor: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
-        parent = parent_pid(stat)
+        parent = parent_of(int(stat.parent.name))
         if parent is not None:
             children.setdefault(parent, []).append(int(stat.parent.name))
     found, waiting = [], list(children.get(ancestor, []))
@@ -142,13 +141,6 @@ def descendants(ancestor: int) -> list[int]:
         found.append(pid)
         waiting.extend(children.get(pid, []))
     return found
-
-
-def parent_pid(stat: Path) -> int | None:
-    try:
-        return int(stat.read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def command_line(pid: int) -> list[str]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import agentab
 from agentab.errors import AgentabError, problem
+from agentab.harnesses import module_name
 from agentab.layout import Layout, rep_folder
 from agentab.recording_proxy import endpoint_for
 from agentab.scenario import Scenario, content_sha256, load_scenario
@@ -164,6 +165,17 @@ class Workflow:
                 params = as_param({"validator": spec.as_dict(), "files": files})
                 table[name, validator] = (params, _minutes_with_margin(validator_timeout_s(spec)))
         return table
+
+    def warm_modules(self) -> list[str]:
+        """What the step server imports once for every step of a run: the steps, each harness
+        adapter and each validator kind the scenarios use (a judge's SDK takes seconds)."""
+        cells = [c for sc in self.scenarios.values() for c in sc.cells]
+        specs = [spec for sc in self.scenarios.values() for spec in sc.validators.values()]
+        return sorted(
+            {"agentab.steps.run", "agentab.steps.validate", "agentab.steps.measure"}
+            | {f"agentab.harnesses.{module_name(c.agent.harness)}" for c in cells}
+            | {f"agentab.validators.{s.mode}" for s in specs if s.mode in ("script", "judge")}
+        )
 
     def scored_validators(self, scenario: str) -> list[str]:
         """Validators with a job per run (script and judge); forms are filled by a person."""

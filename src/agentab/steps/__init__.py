@@ -6,63 +6,11 @@ every step: 0 when the step has its outcome, 2 on an error a person must fix (th
 the file, the key and the fix), 3 on a fault (the work could not be done this time: Snakemake
 redoes the job), 128 + the signal's number when it was asked to stop (SIGTERM, SIGINT, SIGHUP:
 what it started is ended, it leaves no outcome, and the next invocation redoes it). A step holds
-no logic of its own: it parses its arguments and calls the library.
+no logic of its own: it parses its arguments and calls the library (`agentab.steps.common`).
 """
 
-from __future__ import annotations
+# Before anything else is imported: a step of a local workflow runs in a fork of the step
+# server, which has agentab imported already (agentab.step_server). Without one, it runs here.
+from agentab.step_client import hand_over_if_served
 
-import argparse
-import sys
-from collections.abc import Callable
-from pathlib import Path
-
-from agentab.errors import AgentabError
-from agentab.harnesses.base import HarnessFault
-from agentab.stopping import Stopped, stop_on_signals
-
-USER_ERROR_EXIT = 2
-FAULT_EXIT = 3
-
-
-def run_step(
-    build: Callable[[argparse.ArgumentParser], None],
-    act: Callable[[argparse.Namespace], int],
-    ended: Callable[[argparse.Namespace], str] | None = None,
-) -> None:
-    """Parse the step's arguments, act, and turn a user error into its message and exit 2.
-
-    `ended` says what a stop ended and what becomes of it (`the agent of run rule-off/r01 was
-    ended; …`)."""
-    parser = argparse.ArgumentParser(prog=f"python -m {sys.modules['__main__'].__spec__.name}")
-    build(parser)
-    args = parser.parse_args()
-    stop_on_signals()
-    try:
-        code = act(args)
-    except Stopped as stop:
-        what = ended(args) if ended else "the step was ended; it is redone on the next invocation"
-        print(f"agentab: stopped by {stop.signal_name}; {what}", file=sys.stderr)
-        code = stop.exit_code
-    except HarnessFault as fault:
-        print(f"fault (the job will be redone): {fault.render()}", file=sys.stderr)
-        code = FAULT_EXIT
-    except AgentabError as error:
-        print(error.render(), file=sys.stderr)
-        code = USER_ERROR_EXIT
-    sys.exit(code)
-
-
-def run_in_script(snakemake, cli_arguments: list[str]) -> None:
-    """The one call of a `script:` rule: an `agentab` command, its output sent to the rule's log."""
-    from agentab.cli import main
-
-    with open(snakemake.log[0], "w") as log:
-        sys.stdout = sys.stderr = log
-        code = main([str(argument) for argument in cli_arguments])
-    sys.exit(code)
-
-
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scenario", type=Path, required=True, help="the scenario TOML file")
-    parser.add_argument("--cell", required=True, help="the cell's slug")
-    parser.add_argument("--rep", type=int, required=True, help="the repetition, from 1")
+hand_over_if_served()

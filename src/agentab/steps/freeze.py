@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentab.steps import run_step
+from agentab.errors import AgentabError, problem
+from agentab.steps.common import run_step
 
 
 def build(parser) -> None:
@@ -15,7 +16,15 @@ def build(parser) -> None:
 def act(args) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     partial = args.out.with_name(args.out.name + ".partial")
-    partial.write_bytes(args.scenario.read_bytes())
+    try:
+        text = args.scenario.read_bytes()
+    except OSError as error:
+        raise AgentabError(
+            problem(
+                args.scenario, "scenario", f"cannot read it: {error.strerror}", "check the path"
+            )
+        ) from error
+    partial.write_bytes(text)
     partial.replace(args.out)
     return 0
 

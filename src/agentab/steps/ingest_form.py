@@ -10,7 +10,7 @@ from pathlib import Path
 
 from agentab.files import write_json
 from agentab.scenario import load_scenario
-from agentab.steps import run_step
+from agentab.steps.common import run_step
 from agentab.validators.form import read_form_answers
 
 

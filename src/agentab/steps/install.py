@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentab.harnesses import get_harness
-from agentab.steps import run_step
+from agentab.steps.common import run_step
 
 
 def build(parser) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agentab.measures import measure_run
 from agentab.scenario import load_scenario
-from agentab.steps import add_run_arguments, run_step
+from agentab.steps.common import add_run_arguments, run_step
 
 
 def build(parser) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from agentab.agent_run import RunFiles, perform_run
 from agentab.layout import RunFolder, run_id
 from agentab.scenario import load_scenario
-from agentab.steps import add_run_arguments, run_step
+from agentab.steps.common import add_run_arguments, run_step
 
 FILE_OPTIONS = {
     "record": "run.json: written last",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agentab.layout import run_id
 from agentab.scenario import load_scenario
-from agentab.steps import add_run_arguments, run_step
+from agentab.steps.common import add_run_arguments, run_step
 from agentab.validation import ValidationFiles, validate_run
 from agentab.validators import judge_settings_from_config
 

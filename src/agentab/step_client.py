@@ -1,0 +1,156 @@
+"""The step's side of warm steps (agentab.step_server): hand the step over, stand in for it.
+
+Imported first by every `python -m agentab.steps.<step>`, so it imports next to nothing: the C
+modules `_socket` and `_signal`, not `socket` and `signal` (their enums cost more than the rest
+of the hand-over). The request is the working folder, the stop signals the process ignores and
+the step's argv, NUL-separated, with the three standard streams attached (SCM_RIGHTS); the
+server answers one line per event: `pid N` once it forked the step, `exit N` when the step
+ended, or `refused`.
+"""
+
+from __future__ import annotations
+
+import _signal
+import _socket
+import contextlib
+import os
+import struct
+import sys
+
+STEP_MODULE_PREFIX = "agentab.steps."
+STOP_SIGNALS = (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP)
+HEADER = struct.Struct("!I")
+STANDARD_STREAMS = (0, 1, 2)
+FAULT_EXIT = 3  # as agentab.steps.common: Snakemake redoes the job
+
+
+def hand_over_if_served() -> None:
+    """In a process started as `python -m agentab.steps.<step>` with a step server to hand over
+    to: have the server run the step, and exit with its exit status. Otherwise return, and the
+    step runs here."""
+    step = step_command(sys.orig_argv)
+    if step is None:
+        return
+    connection = connect_to_a_server()
+    if connection is None:
+        return  # no server (yet, or any more): the step runs here
+    try:
+        code = stand_in_for_the_step(connection, step)
+    finally:
+        connection.close()
+    if code is not None:
+        os._exit(code)
+
+
+def step_command(argv: list[str]) -> list[str] | None:
+    """`[module, *arguments]` of `python [options] -m agentab.steps.<step> …`, else None."""
+    arguments = iter(argv[1:])
+    for flag in arguments:
+        if flag == "-m":
+            module = next(arguments, "")
+            return [module, *arguments] if module.startswith(STEP_MODULE_PREFIX) else None
+        if flag in ("-X", "-W"):
+            next(arguments, None)  # the option's value
+        elif flag in ("-c", "-") or not flag.startswith("-"):
+            return None  # a command, standard input or a script: not a step
+    return None
+
+
+def connect_to_a_server():
+    """The server of the nearest ancestor that has one (a shell stands between a step and its
+    Snakemake), connected; None when none has."""
+    pid = os.getppid()
+    while pid > 1:
+        connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            connection.connect(abstract_address(server_name(pid)))
+            return connection
+        except OSError:
+            connection.close()
+        pid = parent_of(pid) or 0
+    return None
+
+
+def server_name(owner: int) -> str:
+    return f"agentab-steps-{owner}"
+
+
+def abstract_address(name: str) -> str:
+    """A Linux abstract socket: no file to leave behind, and out of reach of another machine
+    that shares the project's filesystem."""
+    return "\0" + name
+
+
+def parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def encode_request(cwd: str, ignored: list[int], step: list[str]) -> bytes:
+    fields = [cwd, ",".join(map(str, ignored)), *step]
+    return "\0".join(fields).encode("utf-8", "surrogateescape")
+
+
+def decode_request(payload: bytes) -> tuple[str, list[int], list[str]]:
+    cwd, ignored, *step = payload.decode("utf-8", "surrogateescape").split("\0")
+    return cwd, [int(signum) for signum in ignored.split(",") if signum], step
+
+
+def stand_in_for_the_step(connection, step: list[str]) -> int | None:
+    """Send the step, pass stop signals on to its process, and return its exit status; None
+    when the server refused it (the step then runs here)."""
+    handlers = {signum: _signal.getsignal(signum) for signum in STOP_SIGNALS}
+    ignored = [signum for signum, handler in handlers.items() if handler == _signal.SIG_IGN]
+    received: list[int] = []
+    child: list[int] = []
+
+    def pass_on(signum, frame) -> None:
+        received.append(signum)
+        for pid in child:
+            send_signal(pid, signum)
+
+    for signum in STOP_SIGNALS:
+        if signum not in ignored:
+            _signal.signal(signum, pass_on)
+    payload = encode_request(os.getcwd(), ignored, step)
+    streams = struct.pack(f"{len(STANDARD_STREAMS)}i", *STANDARD_STREAMS)
+    rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, streams)]
+    connection.sendmsg([HEADER.pack(len(payload))], rights)
+    connection.sendall(payload)
+    for line in replies(connection):
+        event, _, value = line.partition(" ")
+        if event == "refused":
+            for signum, handler in handlers.items():
+                _signal.signal(signum, handler)
+            for signum in received:
+                os.kill(os.getpid(), signum)  # what would have stopped the step stops it here
+            return None
+        if event == "pid":
+            child.append(int(value))
+            for signum in received:
+                send_signal(int(value), signum)
+        elif event == "exit":
+            return int(value)
+    # The server ended before the step did (it was killed): the step's outcome is unknown.
+    os.write(2, b"agentab: the step server ended before this step did; the step is redone\n")
+    return FAULT_EXIT
+
+
+def replies(connection):
+    """The server's lines, as they come."""
+    pending = b""
+    while True:
+        chunk = connection.recv(4096)
+        if not chunk:
+            return
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        yield from (line.decode() for line in lines)
+
+
+def send_signal(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signum)

@@ -1,0 +1,292 @@
+"""Warm steps: a local workflow's steps start as forks of one process that has agentab imported.
+
+A run is six jobs (the agent run, one per validator, the measures), and each job is a fresh
+`python -m agentab.steps.<step>`. Importing agentab in each costs 0.1 to 0.4 s on 2 cores, and a
+judge's anthropic SDK 3 s: agentab's own time per run would be seconds, beside agents that take
+seconds too. So the Snakefile's `onstart:` starts a step server (`StepServer.start`), once per
+invocation, that imports the steps (and the SDK when a scenario has a judge) and listens on a
+Linux abstract socket named after the Snakemake process: `agentab-steps-<its pid>`.
+
+`python -m agentab.steps.<step> …` first imports the `agentab.steps` package, which calls
+`agentab.step_client.hand_over_if_served`: the process looks for a server named after one of its ancestors. With
+one, it passes the server its arguments, its working folder and its standard streams (the file
+descriptors themselves), and the server forks a child that runs the step exactly as the
+process would have. The process waits, passes any stop signal on to the child, and exits with
+the child's exit status: to Snakemake, to the job's log and to a person running `ps`, it is the
+step. The child keeps the server's environment, which is Snakemake's: agentab reads no
+environment variable, and builds the environment of every process it starts.
+
+Without a server (a cluster node, a step run by hand, a server not ready yet or gone) the step
+runs in its own process, as before. Only a descendant of the Snakemake that started the server
+finds it, and the server checks that of each process that connects: a cluster job on the same
+machine runs in its own process, inside its allocation. When its Snakemake ends (or dies: the
+server reads its end of a pipe), the server takes no more steps and exits when the ones it
+forked have ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import struct
+import sys
+
+from agentab.step_client import (
+    HEADER,
+    STANDARD_STREAMS,
+    STOP_SIGNALS,
+    abstract_address,
+    decode_request,
+    parent_of,
+    send_signal,
+    server_name,
+)
+
+PEER_CREDENTIALS = struct.Struct("3i")  # pid, uid, gid (SO_PEERCRED)
+
+
+# The workflow's side: start the server with the workflow, stop it with the workflow.
+
+
+class StepServer:
+    """The step server of one workflow invocation, started by the Snakefile's `onstart:`."""
+
+    def __init__(self, process):
+        self.process = process
+
+    @classmethod
+    def start(cls, preload: list[str], log_path, command: list[str] | None = None) -> StepServer:
+        """Start a server for this process's descendants that imports `preload` first.
+        `command`: what runs `serve` (default `python -m agentab.step_server`)."""
+        import subprocess
+
+        command = command or [sys.executable, "-m", "agentab.step_server"]
+        with open(log_path, "w", encoding="utf-8") as log:
+            process = subprocess.Popen(
+                [*command, str(os.getpid()), *preload],
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                # Snakemake's environment, which the steps it starts itself have too: each
+                # step then builds the environment of every process it starts.
+                env=None,
+            )
+        return cls(process)
+
+    def stop(self, timeout: float = 30) -> None:
+        """Take no more steps; wait (up to `timeout`) for the server to exit, which it does
+        once the steps it forked have ended."""
+        import subprocess
+
+        if self.process.stdin:
+            self.process.stdin.close()
+        # Steps still running after `timeout`: the server exits after them.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=timeout)
+
+
+_RUNNING: list[StepServer] = []
+
+
+def start_step_server(snakemake_workflow, plan) -> None:
+    """From the Snakefile's `onstart:`. Local runs only: a cluster job runs its step inside its
+    own allocation, where a process on the submitting machine has no business."""
+    # Abstract sockets and pidfds are Linux's: elsewhere every step runs in its own process.
+    linux = sys.platform.startswith("linux")
+    if linux and snakemake_workflow.is_main_process and snakemake_workflow.local_exec:
+        plan.layout.step_server_log.parent.mkdir(parents=True, exist_ok=True)
+        _RUNNING.append(StepServer.start(plan.warm_modules(), plan.layout.step_server_log))
+
+
+def stop_step_server() -> None:
+    """From `onsuccess:` and `onerror:`."""
+    while _RUNNING:
+        _RUNNING.pop().stop()
+
+
+# The server.
+
+
+def serve(owner: int, preload: list[str]) -> None:
+    """Import `preload`, then fork a child per step handed over, until standard input (a pipe
+    from the owner) ends; then exit when the last child has."""
+    import importlib
+    import selectors
+
+    for signum in STOP_SIGNALS:
+        # A stop reaches each step through the process standing in for it; the server itself
+        # must outlive its steps to report their exit statuses.
+        signal.signal(signum, signal.SIG_IGN)
+    for name in preload:
+        module = importlib.import_module(name)
+        # What the first use of a module costs in each step, paid once here (a judge's client).
+        if callable(getattr(module, "warm_up", None)):
+            module.warm_up()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    name = server_name(owner)
+    listener.bind(abstract_address(name))
+    listener.listen(64)
+    print(f"serving as {name} after importing {', '.join(preload) or 'nothing'}", flush=True)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, "listener")
+    selector.register(sys.stdin, selectors.EVENT_READ, "owner")
+    children: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> (pid, connection)
+    listening = True
+    while listening or children:
+        for key, _ in selector.select():
+            if key.data == "listener":
+                started = start_step(listener, selector, owner, children)
+                if started:
+                    pidfd, pid, connection = started
+                    children[pidfd] = (pid, connection)
+                    selector.register(pidfd, selectors.EVENT_READ, "child")
+                    selector.register(connection, selectors.EVENT_READ, ("waiting", pid))
+            elif key.data == "owner":
+                selector.unregister(sys.stdin)
+                selector.unregister(listener)
+                listener.close()
+                listening = False
+            elif key.data == "child":
+                pid, connection = children.pop(key.fd)
+                selector.unregister(key.fd)
+                os.close(key.fd)
+                report_exit(pid, connection, selector)
+            else:
+                # The process standing in for a step ended before the step (a kill -9): the
+                # step ends as that process did.
+                _, pid = key.data
+                send_signal(pid, signal.SIGKILL)
+                selector.unregister(key.fileobj)
+
+
+def start_step(listener: socket.socket, selector, owner: int, children: dict):
+    connection, _ = listener.accept()
+    try:
+        connection.settimeout(10)
+        header, fds, _, _ = socket.recv_fds(connection, HEADER.size, len(STANDARD_STREAMS))
+        request = decode_request(receive_exactly(connection, HEADER.unpack(header)[0]))
+        if len(fds) != len(STANDARD_STREAMS) or not is_served(connection, owner):
+            send(connection, "refused")
+            close_all(fds)
+            connection.close()
+            return None
+    except (OSError, ValueError, struct.error, UnicodeError):
+        connection.close()
+        return None
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        others = [other for _, other in children.values()]
+        run_forked_step(request, fds, [listener, connection, *others, *children], selector)
+    close_all(fds)
+    print(f"{pid}: {request[2][0]}", flush=True)
+    send(connection, f"pid {pid}")
+    return os.pidfd_open(pid), pid, connection
+
+
+def receive_exactly(connection: socket.socket, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = connection.recv(min(left, 1 << 16))
+        if not chunk:
+            raise ValueError("the request ended early")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def is_served(connection: socket.socket, owner: int) -> bool:
+    """Only a process of this user descended from the server's Snakemake."""
+    raw = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, PEER_CREDENTIALS.size)
+    pid, uid, _ = PEER_CREDENTIALS.unpack(raw)
+    return uid == os.getuid() and descends_from(pid, owner)
+
+
+def descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        pid = parent_of(pid) or 0
+    return False
+
+
+def report_exit(pid: int, connection: socket.socket, selector) -> None:
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    with contextlib.suppress(KeyError):  # its process had already ended
+        selector.unregister(connection)
+    with contextlib.suppress(OSError):
+        send(connection, f"exit {code if code >= 0 else 128 - code}")
+    connection.close()
+
+
+def send(connection: socket.socket, line: str) -> None:
+    connection.sendall(f"{line}\n".encode())
+
+
+def close_all(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
+
+
+def run_forked_step(request: tuple, fds: list[int], server_files: list, selector) -> None:
+    """In the forked child: become the process that handed the step over, run the step, exit.
+    `server_files`: the server's sockets and pidfds, none of which the step may hold."""
+    selector.close()
+    for each in server_files:
+        each.close() if isinstance(each, socket.socket) else os.close(each)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    close_all(fds)
+    code = 1
+    cwd, ignored, step = request
+    try:
+        become(cwd, ignored)
+        code = run_step_module(step)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
+
+
+def become(cwd: str, ignored: list[int]) -> None:
+    """The process that handed the step over: its working folder, its stop signals."""
+    os.chdir(cwd)
+    for signum in STOP_SIGNALS:
+        default = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+        signal.signal(signum, signal.SIG_IGN if signum in ignored else default)
+
+
+def run_step_module(step: list[str]) -> int:
+    """Run `python -m <module> <arguments>` in this process; its exit status."""
+    import runpy
+    import traceback
+
+    module, *arguments = step
+    sys.argv = [module, *arguments]
+    # Run as `python -m` runs it: its code afresh as __main__ (what it imports is imported).
+    sys.modules.pop(module, None)
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except SystemExit as exit:
+        return exit_status(exit.code)
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+def exit_status(code) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), sys.argv[2:])

@@ -1,0 +1,59 @@
+"""What every step shares: its arguments, its exit-code contract, its errors."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from agentab.errors import AgentabError
+from agentab.harnesses.base import HarnessFault
+from agentab.stopping import Stopped, stop_on_signals
+
+USER_ERROR_EXIT = 2
+FAULT_EXIT = 3
+
+
+def run_step(
+    build: Callable[[argparse.ArgumentParser], None],
+    act: Callable[[argparse.Namespace], int],
+    ended: Callable[[argparse.Namespace], str] | None = None,
+) -> None:
+    """Parse the step's arguments, act, and turn a user error into its message and exit 2.
+
+    `ended` says what a stop ended and what becomes of it (`the agent of run rule-off/r01 was
+    ended; …`)."""
+    parser = argparse.ArgumentParser(prog=f"python -m {sys.modules['__main__'].__spec__.name}")
+    build(parser)
+    args = parser.parse_args()
+    stop_on_signals()
+    try:
+        code = act(args)
+    except Stopped as stop:
+        what = ended(args) if ended else "the step was ended; it is redone on the next invocation"
+        print(f"agentab: stopped by {stop.signal_name}; {what}", file=sys.stderr)
+        code = stop.exit_code
+    except HarnessFault as fault:
+        print(f"fault (the job will be redone): {fault.render()}", file=sys.stderr)
+        code = FAULT_EXIT
+    except AgentabError as error:
+        print(error.render(), file=sys.stderr)
+        code = USER_ERROR_EXIT
+    sys.exit(code)
+
+
+def run_in_script(snakemake, cli_arguments: list[str]) -> None:
+    """The one call of a `script:` rule: an `agentab` command, its output sent to the rule's log."""
+    from agentab.cli import main
+
+    with open(snakemake.log[0], "w") as log:
+        sys.stdout = sys.stderr = log
+        code = main([str(argument) for argument in cli_arguments])
+    sys.exit(code)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scenario", type=Path, required=True, help="the scenario TOML file")
+    parser.add_argument("--cell", required=True, help="the cell's slug")
+    parser.add_argument("--rep", type=int, required=True, help="the repetition, from 1")

@@ -1,0 +1,149 @@
+"""The step server: a step handed over runs in a fork of it, exactly as it would have run alone.
+
+Each test starts a real server (`python -m agentab.step_server`) owned by the test process, and
+runs real steps as Snakemake would: `python -m agentab.steps.freeze …` in a child process. A
+FIFO as the scenario makes the freeze step wait, so that a signal finds it in the middle.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agentab.step_client import step_command
+from agentab.step_server import StepServer, descends_from
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
+SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "demo" / "scenario.toml"
+
+
+@pytest.fixture
+def server(tmp_path: Path):
+    log = tmp_path / "step-server.log"
+    server = StepServer.start(["agentab.steps.freeze"], log)
+    assert wait_until(lambda: "serving" in log.read_text(), 30), log.read_text()
+    server.log = log
+    yield server
+    server.stop(timeout=10)
+
+
+def freeze(scenario: Path, out: Path, **options) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "agentab.steps.freeze", "--scenario", str(scenario)]
+    return subprocess.Popen([*argv, "--out", str(out)], text=True, **options)
+
+
+def forked_steps(server) -> list[int]:
+    return [int(pid) for pid in re.findall(r"(?m)^(\d+): agentab\.steps\.", server.log.read_text())]
+
+
+def wait_until(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def is_running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_step_handed_over_does_its_work_in_a_fork_of_the_server(server, tmp_path: Path) -> None:
+    out = tmp_path / "frozen" / "scenario.toml"
+    step = freeze(SCENARIO, out, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    step.communicate(timeout=30)
+    assert step.returncode == 0
+    assert out.read_bytes() == SCENARIO.read_bytes()
+    [forked] = forked_steps(server)
+    assert forked != step.pid
+
+
+def test_a_step_handed_over_writes_to_its_own_streams_and_exits_with_its_status(
+    server, tmp_path: Path
+) -> None:
+    """The same message and exit status as the step run alone (no server: a fresh process)."""
+    missing = tmp_path / "missing.toml"
+    warm = freeze(missing, tmp_path / "out.toml", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    warm_out, warm_err = warm.communicate(timeout=30)
+    server.stop(timeout=10)
+    cold = freeze(missing, tmp_path / "out.toml", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cold_out, cold_err = cold.communicate(timeout=30)
+    assert len(forked_steps(server)) == 1  # the first ran in the server, the second alone
+    assert warm.returncode == cold.returncode != 0
+    assert "missing.toml" in warm_err
+    assert (warm_out, warm_err) == (cold_out, cold_err)
+
+
+def test_a_stop_signal_to_the_step_reaches_its_fork(server, tmp_path: Path) -> None:
+    fifo = tmp_path / "scenario.toml"
+    os.mkfifo(fifo)  # the step waits to read it
+    step = freeze(fifo, tmp_path / "out.toml", stderr=subprocess.PIPE)
+    assert wait_until(lambda: forked_steps(server), 30)
+    [forked] = forked_steps(server)
+    time.sleep(0.3)  # the step's stop handler is in place once its arguments are parsed
+    step.send_signal(signal.SIGTERM)
+    _, err = step.communicate(timeout=30)
+    assert step.returncode == 128 + signal.SIGTERM
+    assert "agentab: stopped by SIGTERM" in err
+    assert not is_running(forked)
+
+
+def test_a_step_whose_process_is_killed_is_ended_too(server, tmp_path: Path) -> None:
+    """kill -9 of the process Snakemake started ends the step, as it would end a step run alone."""
+    fifo = tmp_path / "scenario.toml"
+    os.mkfifo(fifo)
+    step = freeze(fifo, tmp_path / "out.toml")
+    assert wait_until(lambda: forked_steps(server), 30)
+    [forked] = forked_steps(server)
+    step.kill()
+    step.wait(timeout=10)
+    assert wait_until(lambda: not is_running(forked), 10)
+
+
+def test_the_server_ends_after_its_steps_once_its_owner_is_done(server, tmp_path: Path) -> None:
+    fifo = tmp_path / "scenario.toml"
+    os.mkfifo(fifo)
+    step = freeze(fifo, tmp_path / "out.toml")
+    assert wait_until(lambda: forked_steps(server), 30)
+    server.stop(timeout=0.5)  # the owner is done: the server takes no more steps …
+    assert server.process.poll() is None  # … and waits for the one in flight
+    with open(fifo, "w") as writer:
+        writer.write(SCENARIO.read_text())
+    assert step.wait(timeout=30) == 0
+    assert server.process.wait(timeout=10) == 0
+    again = freeze(SCENARIO, tmp_path / "again.toml")
+    assert again.wait(timeout=30) == 0  # no server: the step runs in its own process
+    assert len(forked_steps(server)) == 1
+
+
+def test_only_a_step_command_is_handed_over() -> None:
+    assert step_command(["python", "-m", "agentab.steps.run", "--rep", "1"]) == [
+        "agentab.steps.run",
+        "--rep",
+        "1",
+    ]
+    assert step_command(["python", "-X", "importtime", "-m", "agentab.steps.measure"]) == [
+        "agentab.steps.measure"
+    ]
+    assert step_command(["python", "-m", "agentab.cli", "check"]) is None
+    assert step_command(["python", "script.py", "-m", "agentab.steps.run"]) is None
+    assert step_command(["snakemake", "--cores", "8"]) is None
+
+
+def test_the_server_serves_only_descendants_of_its_owner() -> None:
+    assert descends_from(os.getpid(), os.getppid())
+    assert descends_from(os.getpid(), os.getpid())
+    assert not descends_from(os.getppid(), os.getpid())
+    assert not descends_from(1, os.getpid())
