@@ -233,10 +233,15 @@ def start_warm_server(root: Path) -> tuple[StepServer, float]:
 
     with working_directory(root):
         config = yaml.safe_load(Path("config/config.yaml").read_text())
-        modules = Workflow.from_config(config).warm_modules()
+        plan = Workflow.from_config(config)
         log = root / "step-server.log"
         start = time.perf_counter()
-        server = StepServer.start(modules, log, [sys.executable, str(OWN_TIME), "--serve"])
+        server = StepServer.start(
+            plan.warm_modules(),
+            list(plan.scenario_paths.values()),
+            log,
+            [sys.executable, str(OWN_TIME), "--serve"],
+        )
     while "serving" not in log.read_text():
         if server.process.poll() is not None:
             raise SystemExit(f"bench_overhead: the step server ended:\n{log.read_text()}")

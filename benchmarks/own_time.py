@@ -3,7 +3,7 @@ each step waited on took: the agent, a script validator, a judge's model calls (
 watches each process's exit through a pidfd).
 
     python benchmarks/own_time.py OWN_FILE agentab.steps.validate --scenario … (the step's args)
-    python benchmarks/own_time.py --serve OWNER MODULE…   (a step server, timed)
+    python benchmarks/own_time.py --serve OWNER MODULE… --scenario=PATH…   (a step server, timed)
 
 Cold, as on a cluster node: `bench_overhead.py` puts it in place of `-m` in a job's command.
 Warm, as in a local workflow: the job's command is unchanged and is handed over to a step server
@@ -24,7 +24,7 @@ WARM_OWN_FILE = "own-time.json"
 
 def main() -> None:
     if sys.argv[1] == "--serve":
-        serve_timed(int(sys.argv[2]), sys.argv[3:])
+        serve_timed(sys.argv[2:])
         return
     own_file, module, *arguments = sys.argv[1:]
     sys.argv = [module, *arguments]
@@ -48,7 +48,7 @@ def timed(module: str, own_file: str):
             json.dump(waits, sink)
 
 
-def serve_timed(owner: int, preload: list[str]) -> None:
+def serve_timed(argv: list[str]) -> None:
     """The workflow's step server, each forked step timed as `main` times a cold one."""
     import agentab.step_server as server
 
@@ -59,7 +59,7 @@ def serve_timed(owner: int, preload: list[str]) -> None:
             return run_step_module(step)
 
     server.run_step_module = run_timed
-    server.serve(owner, preload)
+    server.main(argv)
 
 
 def time_processes(waits: list[dict], watchers: list) -> None:

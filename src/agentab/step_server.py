@@ -33,6 +33,7 @@ import socket
 import struct
 import sys
 
+from agentab.scenario import load_for_steps
 from agentab.step_client import (
     HEADER,
     STANDARD_STREAMS,
@@ -57,15 +58,22 @@ class StepServer:
         self.process = process
 
     @classmethod
-    def start(cls, preload: list[str], log_path, command: list[str] | None = None) -> StepServer:
-        """Start a server for this process's descendants that imports `preload` first.
-        `command`: what runs `serve` (default `python -m agentab.step_server`)."""
+    def start(
+        cls,
+        preload: list[str],
+        scenarios: list[str],
+        log_path,
+        command: list[str] | None = None,
+    ) -> StepServer:
+        """Start a server for this process's descendants that first imports the modules in
+        `preload` and loads the `scenarios` as steps load them. `command`: what runs `serve`
+        (default `python -m agentab.step_server`)."""
         import subprocess
 
         command = command or [sys.executable, "-m", "agentab.step_server"]
         with open(log_path, "w", encoding="utf-8") as log:
             process = subprocess.Popen(
-                [*command, str(os.getpid()), *preload],
+                [*command, str(os.getpid()), *preload, *(f"--scenario={s}" for s in scenarios)],
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -97,7 +105,9 @@ def start_step_server(snakemake_workflow, plan) -> None:
     linux = sys.platform.startswith("linux")
     if linux and snakemake_workflow.is_main_process and snakemake_workflow.local_exec:
         plan.layout.step_server_log.parent.mkdir(parents=True, exist_ok=True)
-        _RUNNING.append(StepServer.start(plan.warm_modules(), plan.layout.step_server_log))
+        scenarios = list(plan.scenario_paths.values())
+        log = plan.layout.step_server_log
+        _RUNNING.append(StepServer.start(plan.warm_modules(), scenarios, log))
 
 
 def stop_step_server() -> None:
@@ -109,9 +119,9 @@ def stop_step_server() -> None:
 # The server.
 
 
-def serve(owner: int, preload: list[str]) -> None:
-    """Import `preload`, then fork a child per step handed over, until standard input (a pipe
-    from the owner) ends; then exit when the last child has."""
+def serve(owner: int, preload: list[str], scenarios: list[str] = ()) -> None:
+    """Import `preload` and load `scenarios`, then fork a child per step handed over, until
+    standard input (a pipe from the owner) ends; then exit when the last child has."""
     import importlib
     import selectors
 
@@ -124,6 +134,7 @@ def serve(owner: int, preload: list[str]) -> None:
         # What the first use of a module costs in each step, paid once here (a judge's client).
         if callable(getattr(module, "warm_up", None)):
             module.warm_up()
+    load_for_steps(list(scenarios))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     name = server_name(owner)
     listener.bind(abstract_address(name))
@@ -288,5 +299,12 @@ def exit_status(code) -> int:
     return 1
 
 
+def main(argv: list[str]) -> None:
+    """`python -m agentab.step_server OWNER MODULE… --scenario=PATH…`"""
+    owner, *rest = argv
+    scenarios = [item.removeprefix("--scenario=") for item in rest if item.startswith("--")]
+    serve(int(owner), [item for item in rest if not item.startswith("--")], scenarios)
+
+
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), sys.argv[2:])
+    main(sys.argv[1:])

@@ -27,7 +27,7 @@ SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "demo" / "scenari
 @pytest.fixture
 def server(tmp_path: Path):
     log = tmp_path / "step-server.log"
-    server = StepServer.start(["agentab.steps.freeze"], log)
+    server = StepServer.start(["agentab.steps.freeze"], [], log)
     assert wait_until(lambda: "serving" in log.read_text(), 30), log.read_text()
     server.log = log
     yield server

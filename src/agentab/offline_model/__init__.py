@@ -16,10 +16,6 @@ from pathlib import Path
 from agentab.offline_model.policy import Policy, load_policy, shipped_policy_names
 from agentab.offline_model.server import OfflineModelServer
 
-# How often the serving thread looks for the end of its `with` block: the default half second
-# was paid at the end of every run and every offline judge.
-SHUTDOWN_POLL_S = 0.02
-
 __all__ = ["OfflineModelServer", "Policy", "load_policy", "serve", "shipped_policy_names"]
 
 
@@ -27,17 +23,11 @@ __all__ = ["OfflineModelServer", "Policy", "load_policy", "serve", "shipped_poli
 def serve(policy: str, seed: int, log_path: Path, port: int = 0) -> Iterator[str]:
     """Serve `policy` (a shipped name or a .toml path) on 127.0.0.1; yield its base URL."""
     server = OfflineModelServer(load_policy(policy), seed, Path(log_path), port)
-    thread = threading.Thread(
-        target=server.serve_forever,
-        kwargs={"poll_interval": SHUTDOWN_POLL_S},
-        name="offline-model",
-        daemon=True,
-    )
+    thread = threading.Thread(target=server.serve_until_stopped, name="offline-model", daemon=True)
     thread.start()
     try:
         yield server.base_url
     finally:
-        server.stopping.set()  # releases handlers of a policy that never answers
-        server.shutdown()
-        server.server_close()
+        server.stop()
         thread.join(timeout=5)
+        server.server_close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
 from pathlib import Path
 
 from agentab.errors import AgentabError
@@ -35,12 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     print(server.base_url, flush=True)
 
     def stop(_signum, _frame):
-        server.stopping.set()
-        threading.Thread(target=server.shutdown, daemon=True).start()
+        server.stop()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    server.serve_forever()
+    server.serve_until_stopped()
     server.server_close()
     return 0
 

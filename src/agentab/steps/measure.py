@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentab.measures import measure_run
-from agentab.scenario import load_scenario
+from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step
 
 
@@ -27,9 +27,7 @@ def build(parser) -> None:
 
 
 def act(args) -> int:
-    scenario = load_scenario(
-        args.scenario, check_etalon=False, check_bricks=False, check_schema=False
-    )
+    scenario = load_scenario_for_step(args.scenario, check_bricks=False)
     measures = measure_run(
         scenario,
         scenario.cell(args.cell),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agentab.agent_run import RunFiles, perform_run
 from agentab.layout import RunFolder, run_id
-from agentab.scenario import load_scenario
+from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step
 
 FILE_OPTIONS = {
@@ -73,8 +73,7 @@ def provider_endpoints(given: list[str]) -> dict[str, str]:
 
 
 def act(args) -> int:
-    # The workflow checked the scenario and its etalon when it built its jobs.
-    scenario = load_scenario(args.scenario, check_etalon=False, check_schema=False)
+    scenario = load_scenario_for_step(args.scenario, check_bricks=True)
     cell = scenario.cell(args.cell)
     record = perform_run(
         scenario,

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from agentab.layout import run_id
-from agentab.scenario import load_scenario
+from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step
 from agentab.validation import ValidationFiles, validate_run
 from agentab.validators import judge_settings_from_config
@@ -37,9 +37,7 @@ def build(parser) -> None:
 
 
 def act(args) -> int:
-    scenario = load_scenario(
-        args.scenario, check_etalon=False, check_bricks=False, check_schema=False
-    )
+    scenario = load_scenario_for_step(args.scenario, check_bricks=False)
     spec = scenario.validators[args.validator]
     files = ValidationFiles(
         record=args.record,
