@@ -224,7 +224,11 @@ def make_pristine_checkout(mirror: Path, tag: str, folder: Path) -> None:
     shutil.rmtree(partial, ignore_errors=True)
     tree = partial / PRISTINE_TREE
     tree.parent.mkdir(parents=True)
-    git("clone", "--quiet", "--no-hardlinks", "--no-checkout", str(mirror), str(tree))
+    # No template: git's sample hooks and description are inert, and half the files that every
+    # run and every validator would otherwise copy and remove.
+    git(
+        "clone", "--quiet", "--template=", "--no-hardlinks", "--no-checkout", str(mirror), str(tree)
+    )
     git("checkout", "--quiet", "--detach", f"refs/tags/{tag}", cwd=tree)
     git("remote", "remove", "origin", cwd=tree)
     git("config", "user.name", GIT_IDENTITY[0], cwd=tree)

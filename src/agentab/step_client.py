@@ -5,7 +5,7 @@ modules `_socket` and `_signal`, not `socket` and `signal` (their enums cost mor
 of the hand-over). The request is the working folder, the stop signals the process ignores and
 the step's argv, NUL-separated, with the three standard streams attached (SCM_RIGHTS); the
 server answers one line per event: `pid N` once it forked the step, `exit N` when the step
-ended, or `refused`.
+ended, `elsewhere NAME` to send it to the server NAME instead, or `refused`.
 """
 
 from __future__ import annotations
@@ -34,10 +34,7 @@ def hand_over_if_served() -> None:
     connection = connect_to_a_server()
     if connection is None:
         return  # no server (yet, or any more): the step runs here
-    try:
-        code = stand_in_for_the_step(connection, step)
-    finally:
-        connection.close()
+    code = stand_in_for_the_step(connection, step)
     if code is not None:
         os._exit(code)
 
@@ -61,14 +58,21 @@ def connect_to_a_server():
     Snakemake), connected; None when none has."""
     pid = os.getppid()
     while pid > 1:
-        connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        try:
-            connection.connect(abstract_address(server_name(pid)))
+        connection = connect_to(server_name(pid))
+        if connection is not None:
             return connection
-        except OSError:
-            connection.close()
         pid = parent_of(pid) or 0
     return None
+
+
+def connect_to(name: str):
+    connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        connection.connect(abstract_address(name))
+    except OSError:
+        connection.close()
+        return None
+    return connection
 
 
 def server_name(owner: int) -> str:
@@ -101,7 +105,8 @@ def decode_request(payload: bytes) -> tuple[str, list[int], list[str]]:
 
 def stand_in_for_the_step(connection, step: list[str]) -> int | None:
     """Send the step, pass stop signals on to its process, and return its exit status; None
-    when the server refused it (the step then runs here)."""
+    when no server took it (the step then runs here). A server may send the step to another
+    (`elsewhere NAME`: judge steps have a server of their own)."""
     handlers = {signum: _signal.getsignal(signum) for signum in STOP_SIGNALS}
     ignored = [signum for signum, handler in handlers.items() if handler == _signal.SIG_IGN]
     received: list[int] = []
@@ -116,27 +121,47 @@ def stand_in_for_the_step(connection, step: list[str]) -> int | None:
         if signum not in ignored:
             _signal.signal(signum, pass_on)
     payload = encode_request(os.getcwd(), ignored, step)
-    streams = struct.pack(f"{len(STANDARD_STREAMS)}i", *STANDARD_STREAMS)
-    rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, streams)]
-    connection.sendmsg([HEADER.pack(len(payload))], rights)
-    connection.sendall(payload)
+    while connection is not None:
+        try:
+            answer = follow_the_step(connection, payload, child, received)
+        finally:
+            connection.close()
+        if isinstance(answer, int):
+            return answer
+        connection = connect_to(answer) if answer else None
+    for signum, handler in handlers.items():
+        _signal.signal(signum, handler)
+    for signum in received:
+        os.kill(os.getpid(), signum)  # what would have stopped the step stops it here
+    return None
+
+
+def follow_the_step(connection, payload: bytes, child: list[int], received: list[int]):
+    """Send the request and follow the step: its exit status (int), the name of the server to
+    send it to instead (str), or None when the server refused it."""
+    send_request(connection, payload)
     for line in replies(connection):
         event, _, value = line.partition(" ")
-        if event == "refused":
-            for signum, handler in handlers.items():
-                _signal.signal(signum, handler)
-            for signum in received:
-                os.kill(os.getpid(), signum)  # what would have stopped the step stops it here
-            return None
         if event == "pid":
             child.append(int(value))
             for signum in received:
                 send_signal(int(value), signum)
         elif event == "exit":
             return int(value)
+        elif event == "elsewhere":
+            return value
+        elif event == "refused":
+            return None
     # The server ended before the step did (it was killed): the step's outcome is unknown.
     os.write(2, b"agentab: the step server ended before this step did; the step is redone\n")
     return FAULT_EXIT
+
+
+def send_request(connection, payload: bytes) -> None:
+    streams = struct.pack(f"{len(STANDARD_STREAMS)}i", *STANDARD_STREAMS)
+    rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, streams)]
+    connection.sendmsg([HEADER.pack(len(payload))], rights)
+    connection.sendall(payload)
 
 
 def replies(connection):

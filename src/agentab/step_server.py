@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import socket
 import struct
 import sys
+import time
+from dataclasses import dataclass
 
-from agentab.scenario import load_for_steps
+from agentab.scenario import load_for_steps, load_scenario_for_step
 from agentab.step_client import (
     HEADER,
     STANDARD_STREAMS,
@@ -118,83 +121,205 @@ def stop_step_server() -> None:
 
 # The server.
 
+# A judge's SDK triples the server's memory, and a fork costs by the memory it copies the map of
+# (2 ms from the lean server, 12 ms from one with the SDK): judge steps are forked from a server
+# of their own, which the lean one sends them to once it is ready.
+JUDGE_MODULE = "agentab.validators.judge"
+
 
 def serve(owner: int, preload: list[str], scenarios: list[str] = ()) -> None:
     """Import `preload` and load `scenarios`, then fork a child per step handed over, until
     standard input (a pipe from the owner) ends; then exit when the last child has."""
-    import importlib
-    import selectors
-
     for signum in STOP_SIGNALS:
         # A stop reaches each step through the process standing in for it; the server itself
         # must outlive its steps to report their exit statuses.
         signal.signal(signum, signal.SIG_IGN)
-    for name in preload:
+    lean = [name for name in preload if name != JUDGE_MODULE]
+    import_and_warm_up(lean)
+    load_for_steps(list(scenarios))
+    judge = JudgeServer.start(owner) if JUDGE_MODULE in preload else None
+    Server(owner, server_name(owner), judge).serve(lean)
+
+
+def import_and_warm_up(modules: list[str]) -> None:
+    import gc
+    import importlib
+
+    for name in modules:
         module = importlib.import_module(name)
         # What the first use of a module costs in each step, paid once here (a judge's client).
         if callable(getattr(module, "warm_up", None)):
             module.warm_up()
-    load_for_steps(list(scenarios))
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    name = server_name(owner)
-    listener.bind(abstract_address(name))
-    listener.listen(64)
-    print(f"serving as {name} after importing {', '.join(preload) or 'nothing'}", flush=True)
-    selector = selectors.DefaultSelector()
-    selector.register(listener, selectors.EVENT_READ, "listener")
-    selector.register(sys.stdin, selectors.EVENT_READ, "owner")
-    children: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> (pid, connection)
-    listening = True
-    while listening or children:
-        for key, _ in selector.select():
-            if key.data == "listener":
-                started = start_step(listener, selector, owner, children)
-                if started:
-                    pidfd, pid, connection = started
-                    children[pidfd] = (pid, connection)
-                    selector.register(pidfd, selectors.EVENT_READ, "child")
-                    selector.register(connection, selectors.EVENT_READ, ("waiting", pid))
-            elif key.data == "owner":
-                selector.unregister(sys.stdin)
-                selector.unregister(listener)
-                listener.close()
-                listening = False
-            elif key.data == "child":
-                pid, connection = children.pop(key.fd)
-                selector.unregister(key.fd)
-                os.close(key.fd)
-                report_exit(pid, connection, selector)
-            else:
-                # The process standing in for a step ended before the step (a kill -9): the
-                # step ends as that process did.
-                _, pid = key.data
-                send_signal(pid, signal.SIGKILL)
-                selector.unregister(key.fileobj)
+    # What is imported now is never collected: a fork's collector leaves it be, and does not
+    # copy every page it would otherwise touch.
+    gc.freeze()
 
 
-def start_step(listener: socket.socket, selector, owner: int, children: dict):
-    connection, _ = listener.accept()
-    try:
-        connection.settimeout(10)
-        header, fds, _, _ = socket.recv_fds(connection, HEADER.size, len(STANDARD_STREAMS))
-        request = decode_request(receive_exactly(connection, HEADER.unpack(header)[0]))
-        if len(fds) != len(STANDARD_STREAMS) or not is_served(connection, owner):
-            send(connection, "refused")
-            close_all(fds)
+@dataclass
+class JudgeServer:
+    """The server of judge steps: a fork of the lean server that also imports the SDK."""
+
+    pid: int
+    name: str
+    ready: int | None  # the read end of a pipe: "ready" once it serves; None once read
+
+    @classmethod
+    def start(cls, owner: int) -> JudgeServer:
+        name = server_name(owner) + "-judge"
+        ready_reader, ready_writer = os.pipe()
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1  # an import that fails is in the log; judge steps fork from the lean one
+            try:
+                os.close(ready_reader)
+                import_and_warm_up([JUDGE_MODULE])
+                Server(owner, name, None, ready_writer).serve([JUDGE_MODULE])
+                code = 0
+            finally:
+                sys.stdout.flush()
+                os._exit(code)
+        os.close(ready_writer)
+        return cls(pid, name, ready_reader)
+
+
+class Server:
+    """Forks a child per step handed over on its socket, and reports its exit status."""
+
+    def __init__(self, owner: int, name: str, judge: JudgeServer | None, ready: int | None = None):
+        self.owner = owner
+        self.name = name
+        self.judge = judge
+        self.judge_ready = False
+        # Judge steps handed over while the judge server starts: they wait for it, rather than
+        # import the SDK themselves (seconds) beside it. (connection, streams, request)
+        self.waiting_for_the_judge: list[tuple[socket.socket, list[int], tuple]] = []
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(abstract_address(name))
+        self.listener.listen(64)
+        if ready is not None:
+            os.write(ready, b"ready")
+            os.close(ready)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ, "listener")
+        self.selector.register(sys.stdin, selectors.EVENT_READ, "owner")
+        if judge:
+            self.selector.register(judge.ready, selectors.EVENT_READ, "judge ready")
+        # pidfd -> (pid, the connection of the process standing in for it, when it was forked)
+        self.children: dict[int, tuple[int, socket.socket, float]] = {}
+
+    def serve(self, imported: list[str]) -> None:
+        print(f"serving as {self.name} after importing {', '.join(imported)}", flush=True)
+        listening = True
+        while listening or self.children or self.waiting_for_the_judge:
+            for key, _ in self.selector.select():
+                if key.data == "listener":
+                    self.accept()
+                elif key.data == "owner":
+                    self.selector.unregister(sys.stdin)
+                    self.selector.unregister(self.listener)
+                    self.listener.close()
+                    listening = False
+                elif key.data == "judge ready":
+                    self.judge_has_started()
+                elif key.data == "child":
+                    self.report_exit(key.fd)
+                else:
+                    # The process standing in for a step ended before the step (a kill -9):
+                    # the step ends as that process would have.
+                    _, pid = key.data
+                    send_signal(pid, signal.SIGKILL)
+                    self.selector.unregister(key.fileobj)
+        if self.judge:
+            os.waitpid(self.judge.pid, 0)  # it ends with the same owner, after its own steps
+
+    def accept(self) -> None:
+        connection, _ = self.listener.accept()
+        try:
+            connection.settimeout(10)
+            header, fds, _, _ = socket.recv_fds(connection, HEADER.size, len(STANDARD_STREAMS))
+            request = decode_request(receive_exactly(connection, HEADER.unpack(header)[0]))
+            if len(fds) != len(STANDARD_STREAMS) or not is_served(connection, self.owner):
+                self.turn_away(connection, fds, "refused")
+                return
+        except (OSError, ValueError, struct.error, UnicodeError):
             connection.close()
-            return None
-    except (OSError, ValueError, struct.error, UnicodeError):
+            return
+        if self.judge and needs_a_judge(request[2]):
+            if self.judge_ready:
+                self.turn_away(connection, fds, f"elsewhere {self.judge.name}")
+                return
+            if self.judge.ready is not None:  # still starting
+                self.waiting_for_the_judge.append((connection, fds, request))
+                return
+        self.fork_step(connection, fds, request)
+
+    def judge_has_started(self) -> None:
+        """The judge server serves (or failed to start: its steps are then forked here)."""
+        self.judge_ready = os.read(self.judge.ready, 16) == b"ready"
+        self.selector.unregister(self.judge.ready)
+        os.close(self.judge.ready)
+        self.judge.ready = None
+        waiting, self.waiting_for_the_judge = self.waiting_for_the_judge, []
+        for connection, fds, request in waiting:
+            if self.judge_ready:
+                self.turn_away(connection, fds, f"elsewhere {self.judge.name}")
+            else:
+                self.fork_step(connection, fds, request)
+
+    def fork_step(self, connection: socket.socket, fds: list[int], request: tuple) -> None:
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            run_forked_step(request, fds, self.files_of_the_server(connection), self.selector)
+        close_all(fds)
+        print(f"{pid}: {request[2][0]} (forked by {self.name})", flush=True)
+        send(connection, f"pid {pid}")
+        pidfd = os.pidfd_open(pid)
+        self.children[pidfd] = (pid, connection, time.monotonic())
+        self.selector.register(pidfd, selectors.EVENT_READ, "child")
+        self.selector.register(connection, selectors.EVENT_READ, ("waiting", pid))
+
+    def turn_away(self, connection: socket.socket, fds: list[int], answer: str) -> None:
+        with contextlib.suppress(OSError):
+            send(connection, answer)
+        close_all(fds)
         connection.close()
-        return None
-    sys.stdout.flush()
-    pid = os.fork()
-    if pid == 0:
-        others = [other for _, other in children.values()]
-        run_forked_step(request, fds, [listener, connection, *others, *children], selector)
-    close_all(fds)
-    print(f"{pid}: {request[2][0]}", flush=True)
-    send(connection, f"pid {pid}")
-    return os.pidfd_open(pid), pid, connection
+
+    def files_of_the_server(self, connection: socket.socket) -> list:
+        """What a forked step must not hold: the server's sockets, pidfds and pipe, and the
+        streams of the steps waiting for the judge server."""
+        connections = [other for _, other, _ in self.children.values()]
+        ready = [self.judge.ready] if self.judge and self.judge.ready is not None else []
+        waiting = [item for c, fds, _ in self.waiting_for_the_judge for item in (c, *fds)]
+        return [self.listener, connection, *connections, *self.children, *ready, *waiting]
+
+    def report_exit(self, pidfd: int) -> None:
+        pid, connection, started = self.children.pop(pidfd)
+        self.selector.unregister(pidfd)
+        os.close(pidfd)
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        seconds = time.monotonic() - started
+        print(f"{pid}: exit {code} after {seconds:.3f} s", flush=True)
+        with contextlib.suppress(KeyError):  # its process had already ended
+            self.selector.unregister(connection)
+        with contextlib.suppress(OSError):
+            send(connection, f"exit {code if code >= 0 else 128 - code}")
+        connection.close()
+
+
+def needs_a_judge(step: list[str]) -> bool:
+    """A validate step whose validator is a judge (the scenario is the one loaded at start)."""
+    module, *arguments = step
+    if module != "agentab.steps.validate":
+        return False
+    options = dict(zip(arguments, arguments[1:], strict=False))
+    try:
+        scenario = load_scenario_for_step(options["--scenario"], check_bricks=False)
+        return scenario.validators[options["--validator"]].mode == "judge"
+    except Exception:  # noqa: BLE001 - the step itself says what is wrong with it
+        return False
 
 
 def receive_exactly(connection: socket.socket, size: int) -> bytes:
@@ -221,16 +346,6 @@ def descends_from(pid: int, ancestor: int) -> bool:
             return True
         pid = parent_of(pid) or 0
     return False
-
-
-def report_exit(pid: int, connection: socket.socket, selector) -> None:
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    with contextlib.suppress(KeyError):  # its process had already ended
-        selector.unregister(connection)
-    with contextlib.suppress(OSError):
-        send(connection, f"exit {code if code >= 0 else 128 - code}")
-    connection.close()
 
 
 def send(connection: socket.socket, line: str) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from agentab.step_client import step_command
-from agentab.step_server import StepServer, descends_from
+from agentab.step_server import JUDGE_MODULE, StepServer, descends_from
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "demo" / "scenario.toml"
@@ -41,6 +41,10 @@ def freeze(scenario: Path, out: Path, **options) -> subprocess.Popen:
 
 def forked_steps(server) -> list[int]:
     return [int(pid) for pid in re.findall(r"(?m)^(\d+): agentab\.steps\.", server.log.read_text())]
+
+
+def forked_by(log: Path) -> list[str]:
+    return re.findall(r"(?m)^\d+: agentab\.steps\.\w+ \(forked by (\S+)\)", log.read_text())
 
 
 def wait_until(condition, seconds: float) -> bool:
@@ -147,3 +151,33 @@ def test_the_server_serves_only_descendants_of_its_owner() -> None:
     assert descends_from(os.getpid(), os.getpid())
     assert not descends_from(os.getppid(), os.getpid())
     assert not descends_from(1, os.getpid())
+
+
+def test_a_judge_step_is_forked_by_the_server_that_has_the_sdk(tmp_path: Path) -> None:
+    """A fork costs by the memory of the process forked: judge steps have a server of their own.
+    The demo's `on_task` is a judge, `behaviour` a script; each step fails at once here (no run
+    files), which is enough to see which server forked it."""
+    log = tmp_path / "step-server.log"
+    modules = ["agentab.steps.validate", "agentab.validators.script", JUDGE_MODULE]
+    server = StepServer.start(modules, [str(SCENARIO)], log)
+    lean = f"agentab-steps-{os.getpid()}"
+    try:
+        assert wait_until(lambda: f"serving as {lean}-judge" in log.read_text(), 60), (
+            log.read_text()
+        )
+        for validator in ("on_task", "behaviour"):
+            step = subprocess.run(
+                [sys.executable, "-m", "agentab.steps.validate", "--scenario", str(SCENARIO),
+                 "--cell", "nothing-off", "--rep", "1", "--validator", validator,
+                 *(f"--{name}={tmp_path / name}" for name in VALIDATE_FILES),
+                 "--work-root", str(tmp_path / "work"), "--mirrors-dir", str(tmp_path / "m")],
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert step.returncode != 0 and "Traceback" not in step.stderr, step.stderr
+    finally:
+        server.stop(timeout=10)
+    assert forked_by(log) == [f"{lean}-judge", lean]
+    assert server.process.returncode == 0
+
+
+VALIDATE_FILES = ("record", "transcript", "patch", "out", "audit", "lock", "secret")

@@ -40,6 +40,15 @@ def run_step(
     except AgentabError as error:
         print(error.render(), file=sys.stderr)
         code = USER_ERROR_EXIT
+    except FileNotFoundError as missing:
+        # A file the workflow makes before this step: the step was run alone, or its input
+        # was removed under it.
+        print(
+            f"agentab: {missing.filename}: no such file; the workflow makes it before this step "
+            "(run `snakemake` to make it, or check the path given)",
+            file=sys.stderr,
+        )
+        code = USER_ERROR_EXIT
     sys.exit(code)
 
 

@@ -171,8 +171,11 @@ def prepare_job(
         copy = inputs / Path(source).name
         shutil.copyfile(source, copy)
         context[key] = str(copy)
-    checkout(workdir, Path(context["patch"]))
-    context["workdir"] = str(workdir)
+    # A judge reads the task, the diff and the final message (the context): it is given no
+    # checkout, which would cost its job a copy of the etalon and a `git apply` for nothing.
+    if spec.mode != "judge":
+        checkout(workdir, Path(context["patch"]))
+        context["workdir"] = str(workdir)
     own_context = inputs / "context.json"
     own_context.write_text(json.dumps(context, indent=2, ensure_ascii=False), encoding="utf-8")
     return ValidatorJob(
