@@ -152,9 +152,25 @@ def follow_the_step(connection, payload: bytes, child: list[int], received: list
             return value
         elif event == "refused":
             return None
-    # The server ended before the step did (it was killed): the step's outcome is unknown.
+    # The server ended before the step did (it was killed): the step's exit status is lost.
+    # Its process goes on; it is waited for, so that a redo never runs beside it.
+    for pid in child:
+        wait_for_the_end_of(pid)
     os.write(2, b"agentab: the step server ended before this step did; the step is redone\n")
     return FAULT_EXIT
+
+
+def wait_for_the_end_of(pid: int) -> None:
+    import select
+
+    try:
+        ended = os.pidfd_open(pid)
+    except OSError:
+        return  # already gone
+    try:
+        select.select([ended], [], [])
+    finally:
+        os.close(ended)
 
 
 def send_request(connection, payload: bytes) -> None:

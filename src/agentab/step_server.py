@@ -4,15 +4,16 @@ A run is six jobs (the agent run, one per validator, the measures), and each job
 `python -m agentab.steps.<step>`. Importing agentab in each costs 0.1 to 0.4 s on 2 cores, and a
 judge's anthropic SDK 3 s: agentab's own time per run would be seconds, beside agents that take
 seconds too. So the Snakefile's `onstart:` starts a step server (`StepServer.start`), once per
-invocation, that imports the steps (and the SDK when a scenario has a judge) and listens on a
-Linux abstract socket named after the Snakemake process: `agentab-steps-<its pid>`.
+invocation, that imports the steps and loads the scenarios, and listens on a Linux abstract
+socket named after the Snakemake process: `agentab-steps-<its pid>`. When a scenario has a
+judge, a second server (`…-judge`) also imports the SDK, and judge steps are forked by it.
 
 `python -m agentab.steps.<step> …` first imports the `agentab.steps` package, which calls
-`agentab.step_client.hand_over_if_served`: the process looks for a server named after one of its ancestors. With
-one, it passes the server its arguments, its working folder and its standard streams (the file
-descriptors themselves), and the server forks a child that runs the step exactly as the
-process would have. The process waits, passes any stop signal on to the child, and exits with
-the child's exit status: to Snakemake, to the job's log and to a person running `ps`, it is the
+`agentab.step_client.hand_over_if_served`: the process looks for a server named after one of
+its ancestors. With one, it passes the server its arguments, its working folder and its
+standard streams (the file descriptors themselves), and the server forks a child that runs the
+step exactly as the process would have. The process waits, passes any stop signal on to the
+child, and exits with the child's exit status: to Snakemake and to the job's log, it is the
 step. The child keeps the server's environment, which is Snakemake's: agentab reads no
 environment variable, and builds the environment of every process it starts.
 
@@ -34,6 +35,7 @@ import socket
 import struct
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 
 from agentab.scenario import load_for_steps, load_scenario_for_step
@@ -170,12 +172,15 @@ class JudgeServer:
         sys.stdout.flush()
         pid = os.fork()
         if pid == 0:
-            code = 1  # an import that fails is in the log; judge steps fork from the lean one
+            code = 1
             try:
                 os.close(ready_reader)
                 import_and_warm_up([JUDGE_MODULE])
                 Server(owner, name, None, ready_writer).serve([JUDGE_MODULE])
                 code = 0
+            except BaseException:
+                # In the log; the lean server then forks judge steps itself.
+                traceback.print_exc(file=sys.stdout)
             finally:
                 sys.stdout.flush()
                 os._exit(code)
@@ -274,7 +279,8 @@ class Server:
             run_forked_step(request, fds, self.files_of_the_server(connection), self.selector)
         close_all(fds)
         print(f"{pid}: {request[2][0]} (forked by {self.name})", flush=True)
-        send(connection, f"pid {pid}")
+        with contextlib.suppress(OSError):  # its process is gone: seen below, and the step ends
+            send(connection, f"pid {pid}")
         pidfd = os.pidfd_open(pid)
         self.children[pidfd] = (pid, connection, time.monotonic())
         self.selector.register(pidfd, selectors.EVENT_READ, "child")
@@ -389,7 +395,6 @@ def become(cwd: str, ignored: list[int]) -> None:
 def run_step_module(step: list[str]) -> int:
     """Run `python -m <module> <arguments>` in this process; its exit status."""
     import runpy
-    import traceback
 
     module, *arguments = step
     sys.argv = [module, *arguments]

@@ -181,3 +181,25 @@ def test_a_judge_step_is_forked_by_the_server_that_has_the_sdk(tmp_path: Path) -
 
 
 VALIDATE_FILES = ("record", "transcript", "patch", "out", "audit", "lock", "secret")
+
+
+def test_a_step_outlives_a_killed_server_and_its_process_waits_for_it(
+    server, tmp_path: Path
+) -> None:
+    """Its exit status is lost with the server: a fault (3), said so, and only once the step has
+    ended, so that the redo never runs beside it."""
+    fifo = tmp_path / "scenario.toml"
+    os.mkfifo(fifo)
+    step = freeze(fifo, tmp_path / "out.toml", stderr=subprocess.PIPE)
+    assert wait_until(lambda: forked_steps(server), 30)
+    [forked] = forked_steps(server)
+    server.process.kill()
+    server.process.wait(timeout=10)
+    time.sleep(0.3)
+    assert step.poll() is None and is_running(forked)
+    with open(fifo, "w") as writer:
+        writer.write(SCENARIO.read_text())
+    _, err = step.communicate(timeout=30)
+    assert step.returncode == 3
+    assert "the step server ended before this step did" in err
+    assert (tmp_path / "out.toml").read_bytes() == SCENARIO.read_bytes()
