@@ -129,15 +129,7 @@ class Chromium:
     # ------------------------------------------------------------------ pages
 
     def visit(self, url: str, settle_s: float = 0.3) -> PageVisit:
-        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
-            "sessionId"
-        ]
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            self.send(f"{domain}.enable", session=session)
-        self._events.clear()
-        self.send("Page.navigate", {"url": url}, session=session)
-        self._wait_for("Page.loadEventFired", session)
+        target, session = self._open(url, ("Page", "Runtime", "Log", "Network"))
         time.sleep(settle_s)  # late console messages and image decoding
         text = self.evaluate("document.body.innerText", session)
         broken = self.evaluate(
@@ -152,6 +144,21 @@ class Chromium:
         self.send("Target.closeTarget", {"targetId": target})
         return visit
 
+    def _open(self, url: str, domains: tuple[str, ...]) -> tuple[str, str]:
+        """A new tab at `url`, loaded: (target, session). The tab starts blank and navigates
+        once its events are on, so that the load is seen (a tab created at `url` answers
+        `document.readyState` for about:blank until the page replaces it)."""
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
+            "sessionId"
+        ]
+        for domain in domains:
+            self.send(f"{domain}.enable", session=session)
+        self._events.clear()
+        self.send("Page.navigate", {"url": url}, session=session)
+        self._wait_for("Page.loadEventFired", session)
+        return target, session
+
     def evaluate(self, expression: str, session: str):
         result = self.send(
             "Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=session
@@ -162,16 +169,7 @@ class Chromium:
 
     def link_target(self, url: str, link_text: str) -> str:
         """The address a click on the link reading `link_text` goes to."""
-        target = self.send("Target.createTarget", {"url": url})["targetId"]
-        session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
-            "sessionId"
-        ]
-        self.send("Page.enable", session=session)
-        deadline = time.monotonic() + self.timeout_s
-        while self.evaluate("document.readyState", session) != "complete":
-            if time.monotonic() > deadline:
-                raise BrowserError(f"{url} did not load")
-            time.sleep(0.05)
+        target, session = self._open(url, ("Page",))
         href = self.evaluate(
             "(Array.from(document.querySelectorAll('a'))"
             f".find(a => a.textContent.trim() === {json.dumps(link_text)}) || {{}}).href || null",
