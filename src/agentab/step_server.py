@@ -106,13 +106,23 @@ _RUNNING: list[StepServer] = []
 def start_step_server(snakemake_workflow, plan) -> None:
     """From the Snakefile's `onstart:`. Local runs only: a cluster job runs its step inside its
     own allocation, where a process on the submitting machine has no business."""
-    # Abstract sockets and pidfds are Linux's: elsewhere every step runs in its own process.
-    linux = sys.platform.startswith("linux")
-    if linux and snakemake_workflow.is_main_process and snakemake_workflow.local_exec:
+    if can_serve() and snakemake_workflow.is_main_process and snakemake_workflow.local_exec:
         plan.layout.step_server_log.parent.mkdir(parents=True, exist_ok=True)
         scenarios = list(plan.scenario_paths.values())
         log = plan.layout.step_server_log
         _RUNNING.append(StepServer.start(plan.warm_modules(), scenarios, log))
+
+
+def can_serve() -> bool:
+    """Abstract sockets and pidfds (Linux 5.3 and later): elsewhere every step runs in its own
+    process, as on a cluster node."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
+        return False
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        return False
+    return True
 
 
 def stop_step_server() -> None:
