@@ -20,8 +20,9 @@ import sys
 STEP_MODULE_PREFIX = "agentab.steps."
 STOP_SIGNALS = (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP)
 HEADER = struct.Struct("!I")
+PEER = struct.Struct("3i")  # pid, uid, gid (SO_PEERCRED)
 STANDARD_STREAMS = (0, 1, 2)
-FAULT_EXIT = 3  # as agentab.steps.common: Snakemake redoes the job
+FAULT_EXIT = 3  # every step's exit status for a fault (agentab.steps.common): Snakemake redoes it
 
 
 def hand_over_if_served() -> None:
@@ -31,10 +32,10 @@ def hand_over_if_served() -> None:
     step = step_command(sys.orig_argv)
     if step is None:
         return
-    connection = connect_to_a_server()
-    if connection is None:
+    served = connect_to_a_server()
+    if served is None:
         return  # no server (yet, or any more): the step runs here
-    code = stand_in_for_the_step(connection, step)
+    code = stand_in_for_the_step(*served, step)
     if code is not None:
         os._exit(code)
 
@@ -54,25 +55,42 @@ def step_command(argv: list[str]) -> list[str] | None:
 
 
 def connect_to_a_server():
-    """The server of the nearest ancestor that has one (a shell stands between a step and its
-    Snakemake), connected; None when none has."""
+    """(connection, its owner): the server of the nearest ancestor that has one (a shell stands
+    between a step and its Snakemake); None when none has."""
     pid = os.getppid()
     while pid > 1:
-        connection = connect_to(server_name(pid))
+        connection = connect_to(server_name(pid), pid)
         if connection is not None:
-            return connection
+            return connection, pid
         pid = parent_of(pid) or 0
     return None
 
 
-def connect_to(name: str):
+def connect_to(name: str, owner: int):
+    """A connection to the server `name` of the Snakemake `owner`, None when there is none.
+
+    An abstract socket's name is anyone's to take: the server must be a process of this user
+    descended from the owner (SO_PEERCRED), or the step keeps its streams and runs here."""
     connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         connection.connect(abstract_address(name))
+        raw = connection.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, PEER.size)
     except OSError:
         connection.close()
         return None
+    pid, uid, _ = PEER.unpack(raw)
+    if uid != os.getuid() or not descends_from(pid, owner):
+        connection.close()
+        return None
     return connection
+
+
+def descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        pid = parent_of(pid) or 0
+    return False
 
 
 def server_name(owner: int) -> str:
@@ -103,7 +121,7 @@ def decode_request(payload: bytes) -> tuple[str, list[int], list[str]]:
     return cwd, [int(signum) for signum in ignored.split(",") if signum], step
 
 
-def stand_in_for_the_step(connection, step: list[str]) -> int | None:
+def stand_in_for_the_step(connection, owner: int, step: list[str]) -> int | None:
     """Send the step, pass stop signals on to its process, and return its exit status; None
     when no server took it (the step then runs here). A server may send the step to another
     (`elsewhere NAME`: judge steps have a server of their own)."""
@@ -128,7 +146,7 @@ def stand_in_for_the_step(connection, step: list[str]) -> int | None:
             connection.close()
         if isinstance(answer, int):
             return answer
-        connection = connect_to(answer) if answer else None
+        connection = connect_to(answer, owner) if answer else None
     for signum, handler in handlers.items():
         _signal.signal(signum, handler)
     for signum in received:

@@ -20,7 +20,8 @@ environment variable, and builds the environment of every process it starts.
 Without a server (a cluster node, a step run by hand, a server not ready yet or gone) the step
 runs in its own process, as before. Only a descendant of the Snakemake that started the server
 finds it, and the server checks that of each process that connects: a cluster job on the same
-machine runs in its own process, inside its allocation. When its Snakemake ends (or dies: the
+machine runs in its own process, inside its allocation. The step checks the server in turn (its
+user, its descent from the same Snakemake): a socket's name is anyone's to take. When its Snakemake ends (or dies: the
 server reads its end of a pipe), the server takes no more steps and exits when the ones it
 forked have ended.
 """
@@ -41,17 +42,15 @@ from dataclasses import dataclass
 from agentab.scenario import load_for_steps, load_scenario_for_step
 from agentab.step_client import (
     HEADER,
+    PEER,
     STANDARD_STREAMS,
     STOP_SIGNALS,
     abstract_address,
     decode_request,
-    parent_of,
+    descends_from,
     send_signal,
     server_name,
 )
-
-PEER_CREDENTIALS = struct.Struct("3i")  # pid, uid, gid (SO_PEERCRED)
-
 
 # The workflow's side: start the server with the workflow, stop it with the workflow.
 
@@ -351,17 +350,9 @@ def receive_exactly(connection: socket.socket, size: int) -> bytes:
 
 def is_served(connection: socket.socket, owner: int) -> bool:
     """Only a process of this user descended from the server's Snakemake."""
-    raw = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, PEER_CREDENTIALS.size)
-    pid, uid, _ = PEER_CREDENTIALS.unpack(raw)
+    raw = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, PEER.size)
+    pid, uid, _ = PEER.unpack(raw)
     return uid == os.getuid() and descends_from(pid, owner)
-
-
-def descends_from(pid: int, ancestor: int) -> bool:
-    while pid > 1:
-        if pid == ancestor:
-            return True
-        pid = parent_of(pid) or 0
-    return False
 
 
 def send(connection: socket.socket, line: str) -> None:

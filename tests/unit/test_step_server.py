@@ -7,6 +7,7 @@ FIFO as the scenario makes the freeze step wait, so that a signal finds it in th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -17,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from agentab.step_client import step_command
-from agentab.step_server import JUDGE_MODULE, StepServer, descends_from
+from agentab.step_client import descends_from, step_command
+from agentab.step_server import JUDGE_MODULE, StepServer
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "demo" / "scenario.toml"
@@ -203,3 +204,48 @@ def test_a_step_outlives_a_killed_server_and_its_process_waits_for_it(
     assert step.returncode == 3
     assert "the step server ended before this step did" in err
     assert (tmp_path / "out.toml").read_bytes() == SCENARIO.read_bytes()
+
+
+SQUATTER = """
+import os, socket, sys, time
+if os.fork():
+    os._exit(0)  # the squatter is orphaned: no longer a descendant of the test
+os.setsid()
+name, record = sys.argv[1], sys.argv[2]
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind("\\0" + name)
+listener.listen(8)
+with open(record + ".pid", "w") as out:
+    out.write(str(os.getpid()))
+listener.settimeout(20)
+connection, _ = listener.accept()
+connection.settimeout(2)
+try:
+    data = connection.recv(65536)
+except OSError:
+    data = b""
+with open(record, "wb") as out:
+    out.write(data)
+"""
+
+
+def test_a_socket_of_the_right_name_held_by_a_stranger_gets_nothing(tmp_path: Path) -> None:
+    """An abstract socket's name is anyone's to take: a step hands its streams only to a server
+    of its own user descended from its Snakemake, and otherwise runs in its own process."""
+    record = tmp_path / "received"
+    subprocess.run(
+        [sys.executable, "-c", SQUATTER, f"agentab-steps-{os.getpid()}", str(record)], check=True
+    )
+    assert wait_until(Path(f"{record}.pid").exists, 30)
+    squatter = int(Path(f"{record}.pid").read_text())
+    try:
+        out = tmp_path / "frozen.toml"
+        step = freeze(SCENARIO, out, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        step.communicate(timeout=60)
+        assert step.returncode == 0
+        assert out.read_bytes() == SCENARIO.read_bytes()  # done, in its own process
+        assert wait_until(record.exists, 30)
+        assert record.read_bytes() == b""  # the stranger got neither a request nor a stream
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(squatter, signal.SIGKILL)

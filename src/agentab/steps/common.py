@@ -9,10 +9,10 @@ from pathlib import Path
 
 from agentab.errors import AgentabError
 from agentab.harnesses.base import HarnessFault
+from agentab.step_client import FAULT_EXIT
 from agentab.stopping import Stopped, stop_on_signals
 
 USER_ERROR_EXIT = 2
-FAULT_EXIT = 3
 
 
 def run_step(
