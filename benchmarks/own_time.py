@@ -8,9 +8,9 @@ watches each process's exit through a pidfd).
 Cold, as on a cluster node: `bench_overhead.py` puts it in place of `-m` in a job's command.
 Warm, as in a local workflow: the job's command is unchanged and is handed over to a step server
 started through this file, which writes each step's record to `own-time.json` in the step's
-working folder (the benchmark runs one job at a time). Either way the job's wall time minus what this file records is
-agentab's own time in that job. Only watchers and timers are added around the library's own
-functions; nothing else changes.
+working folder (the benchmark runs one job at a time). Either way the job's wall time minus
+what this file records is agentab's own time in that job. Only watchers and timers are added
+around the library's own functions; nothing else changes.
 """
 
 import contextlib
