@@ -21,11 +21,12 @@ import re
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from agentab.errors import AgentabError, problem
+from agentab.local_server import LocalServer, serving
 from agentab.offline_model import wire
 
 # Each provider's own origin; the harness's path (`/v1/messages`, `/v1beta/models/…`) follows it.
@@ -83,11 +84,9 @@ def loggable_path(path: str) -> str:
     return SECRET_QUERY.sub(r"\1<secret>", path)
 
 
-class RecordingProxy(ThreadingHTTPServer):
-    daemon_threads = True
-
+class RecordingProxy(LocalServer):
     def __init__(self, endpoint: str, log_path: Path, timeout_s: float):
-        super().__init__(("127.0.0.1", 0), ProxyHandler)
+        super().__init__(ProxyHandler)
         self.endpoint = urlsplit(endpoint)
         self.timeout_s = timeout_s
         self.log_path = Path(log_path)
@@ -97,10 +96,6 @@ class RecordingProxy(ThreadingHTTPServer):
         self._requests = 0
         self._in_flight: dict[int, dict] = {}
         self._closed = False
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
 
     def connection(self) -> http.client.HTTPConnection:
         kind = (
@@ -297,12 +292,8 @@ class ProxyHandler(BaseHTTPRequestHandler):
 def recording(endpoint: str, log_path: Path, timeout_s: float) -> Iterator[str]:
     """A recording proxy to `endpoint` for the length of a `with` block; yields its base URL."""
     proxy = RecordingProxy(endpoint, log_path, timeout_s)
-    thread = threading.Thread(target=proxy.serve_forever, name="recording-proxy", daemon=True)
-    thread.start()
     try:
-        yield proxy.base_url
+        with serving(proxy, "recording-proxy") as base_url:
+            yield base_url
     finally:
-        proxy.shutdown()
         proxy.close_log()
-        proxy.server_close()
-        thread.join(timeout=5)

@@ -8,11 +8,11 @@ uses it as is). `python -m agentab.offline_model` runs it as a process. The poli
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from agentab.local_server import serving
 from agentab.offline_model.policy import Policy, load_policy, shipped_policy_names
 from agentab.offline_model.server import OfflineModelServer
 
@@ -23,11 +23,5 @@ __all__ = ["OfflineModelServer", "Policy", "load_policy", "serve", "shipped_poli
 def serve(policy: str, seed: int, log_path: Path, port: int = 0) -> Iterator[str]:
     """Serve `policy` (a shipped name or a .toml path) on 127.0.0.1; yield its base URL."""
     server = OfflineModelServer(load_policy(policy), seed, Path(log_path), port)
-    thread = threading.Thread(target=server.serve_until_stopped, name="offline-model", daemon=True)
-    thread.start()
-    try:
-        yield server.base_url
-    finally:
-        server.stop()
-        thread.join(timeout=5)
-        server.server_close()
+    with serving(server, "offline-model") as base_url:
+        yield base_url

@@ -9,12 +9,11 @@ never logged (one of them may carry a key): `headers` holds their names.
 from __future__ import annotations
 
 import json
-import os
-import selectors
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
+from agentab.local_server import LocalServer
 from agentab.offline_model import wire
 from agentab.offline_model.policy import Policy, Reply
 
@@ -22,45 +21,16 @@ from agentab.offline_model.policy import Policy, Reply
 CHARS_PER_TOKEN = 4
 
 
-class OfflineModelServer(ThreadingHTTPServer):
-    daemon_threads = True
-
+class OfflineModelServer(LocalServer):
     def __init__(self, policy: Policy, seed: int, log_path: Path, port: int = 0):
-        super().__init__(("127.0.0.1", port), RequestHandler)
+        super().__init__(RequestHandler, port)
         self.policy = policy
         self.seed = seed
         self.log_path = Path(log_path)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.touch()
-        self.stopping = threading.Event()
-        self._wake_up_reader, self._wake_up_writer = os.pipe()
         self._lock = threading.Lock()
         self._requests = 0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def serve_until_stopped(self) -> None:
-        """Answer requests until `stop()`, which ends this at once: `serve_forever` would
-        notice its end only at its next poll, and that wait is paid by every run."""
-        with selectors.DefaultSelector() as selector:
-            selector.register(self, selectors.EVENT_READ)
-            selector.register(self._wake_up_reader, selectors.EVENT_READ)
-            while not self.stopping.is_set():
-                for key, _ in selector.select():
-                    if key.fileobj is self and not self.stopping.is_set():
-                        self.handle_request()  # ready: it accepts without waiting
-
-    def stop(self) -> None:
-        """End `serve_until_stopped` now, and release handlers of a policy that never answers."""
-        self.stopping.set()
-        os.write(self._wake_up_writer, b"\0")
-
-    def server_close(self) -> None:
-        super().server_close()
-        for fd in (self._wake_up_reader, self._wake_up_writer):
-            os.close(fd)
 
     def next_request_number(self) -> int:
         with self._lock:
