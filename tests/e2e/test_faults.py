@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentab.process import group_alive
+from agentab.step_client import parent_of
 from tests.e2e.workflow import (
     ending_what_is_left,
     job_counts,
@@ -23,8 +24,8 @@ from tests.e2e.workflow import (
     set_agent,
     snakemake,
     start_snakemake,
-    wait_until,
 )
+from tests.processes import is_running, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -209,18 +210,6 @@ def add_sleeping_validator(project: Path, asleep: Path) -> Path:
         + '\n[validators.slow]\nmode = "script"\nrun = ["validators/slow.py"]\n'
     )
     return asleep
-
-
-def parent_of(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
-def is_running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def agent_locks(project: Path) -> list[Path]:

@@ -20,6 +20,7 @@ import pytest
 
 from agentab.step_client import descends_from, step_command
 from agentab.step_server import JUDGE_MODULE, StepServer
+from tests.processes import is_running, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "demo" / "scenario.toml"
@@ -46,23 +47,6 @@ def forked_steps(server) -> list[int]:
 
 def forked_by(log: Path) -> list[str]:
     return re.findall(r"(?m)^\d+: agentab\.steps\.\w+ \(forked by (\S+)\)", log.read_text())
-
-
-def wait_until(condition, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return False
-
-
-def is_running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_a_step_handed_over_does_its_work_in_a_fork_of_the_server(server, tmp_path: Path) -> None:
@@ -215,8 +199,9 @@ name, record = sys.argv[1], sys.argv[2]
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 listener.bind("\\0" + name)
 listener.listen(8)
-with open(record + ".pid", "w") as out:
+with open(record + ".pid.partial", "w") as out:
     out.write(str(os.getpid()))
+os.rename(record + ".pid.partial", record + ".pid")  # whole once it has its name
 listener.settimeout(20)
 connection, _ = listener.accept()
 connection.settimeout(2)
