@@ -231,7 +231,7 @@ def start_warm_server(root: Path) -> tuple[StepServer, float]:
     """The step servers a local workflow starts, timed; and how long until they all serve."""
     from agentab.workflow import Workflow
 
-    with working_directory(root):
+    with contextlib.chdir(root):
         config = yaml.safe_load(Path("config/config.yaml").read_text())
         plan = Workflow.from_config(config)
         log = root / "step-server.log"
@@ -248,16 +248,6 @@ def start_warm_server(root: Path) -> tuple[StepServer, float]:
             raise SystemExit(f"bench_overhead: the step server ended:\n{log.read_text()}")
         time.sleep(0.005)
     return server, time.perf_counter() - start
-
-
-@contextlib.contextmanager
-def working_directory(path: Path):
-    before = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(before)
 
 
 def prepare_mirror(root: Path) -> None:
