@@ -1,0 +1,58 @@
+"""The local server a run's model and proxy answer from: it stops at once, but only once its
+handlers have finished what they were doing."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler
+
+from agentab import local_server
+from agentab.local_server import LocalServer, serving
+
+
+class RecordsAfterReplying(BaseHTTPRequestHandler):
+    """Like the recording proxy: the reply goes out first, the record is written after it."""
+
+    records: list[str] = []
+
+    def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
+        pass
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+        self.wfile.flush()
+        time.sleep(0.3)
+        self.records.append(self.path)
+
+
+class NeverDone(BaseHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
+        pass
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+        self.wfile.flush()
+        threading.Event().wait(60)
+
+
+def test_a_handler_finishing_its_record_after_the_reply_is_waited_for():
+    RecordsAfterReplying.records = []
+    with serving(LocalServer(RecordsAfterReplying), "test") as url:
+        assert urllib.request.urlopen(url + "/first", timeout=5).read() == b"ok"
+    assert RecordsAfterReplying.records == ["/first"]
+
+
+def test_a_stuck_handler_is_left_behind_after_the_grace(monkeypatch):
+    monkeypatch.setattr(local_server, "HANDLERS_GRACE_S", 0.2)
+    started = time.monotonic()
+    with serving(LocalServer(NeverDone), "test") as url:
+        assert urllib.request.urlopen(url + "/", timeout=5).read() == b"ok"
+    assert time.monotonic() - started < 5
