@@ -61,7 +61,7 @@ S = "bench"
 RUN = "results/{{scenario}}/runs/{{cell}}/{{rep}}"
 RUN_FILES = ["run.json", "stream.jsonl", "transcript.jsonl", "result.patch",
              "model-requests.jsonl", "receipt.json"]
-SYNTHESIS = ["synthesis.md", "cells.csv", "gaps.csv", "measures.csv", "gaps.png", "gaps.svg"]
+SYNTHESIS = {synthesis!r}
 MEASURES = expand("results/" + S + "/runs/{{cell}}/{{rep}}/measures.json", cell=CELLS, rep=REPS)
 
 wildcard_constraints:
@@ -122,6 +122,7 @@ rule report:
 
 def trivial_project(root: Path, real: Path) -> None:
     """The trivial Snakefile, with the real project's cells, repetitions and validators."""
+    from agentab.layout import SYNTHESIS_FILES
     from agentab.scenario import load_scenario
 
     scenario = load_scenario(real / "scenarios" / "bench" / "scenario.toml", check_etalon=False)
@@ -130,6 +131,7 @@ def trivial_project(root: Path, real: Path) -> None:
         reps=[f"r{rep:02d}" for rep in range(1, scenario.repetitions + 1)],
         validators=[n for n, s in scenario.validators.items() if s.mode != "form"],
         forms=[n for n, s in scenario.validators.items() if s.mode == "form"],
+        synthesis=list(SYNTHESIS_FILES),
     )
     (root / "Snakefile").write_text(text, encoding="utf-8")
     shutil.copytree(real / "profiles", root / "profiles")

@@ -6,7 +6,7 @@ folder or file name of its own. A path is built from parts joined as paths, neve
 ```
 results/<scenario>/                  ResultsFolder
   scenario.toml                      the scenario exactly as it was run
-  synthesis.md cells.csv gaps.csv measures.csv gaps.png gaps.svg
+  synthesis.md cells.csv gaps.csv measures.csv gaps.svg
   report/                            the static HTML report
   forms/<v>.blank.toml <v>.toml <v>.material/
   .form-keys/<v>.json <v>.answers.json
@@ -30,7 +30,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-SYNTHESIS_FILES = ("synthesis.md", "cells.csv", "gaps.csv", "measures.csv", "gaps.png", "gaps.svg")
+SYNTHESIS_FILES = ("synthesis.md", "cells.csv", "gaps.csv", "measures.csv", "gaps.svg")
 
 
 def rep_folder(rep: int | str) -> str:

@@ -15,12 +15,15 @@ Reproducibility: the random stream of a group is derived from ``SEED`` and a key
 (metric and cell), never from the order in which groups are resampled, so rebuilding a table, or
 a table with more cells, gives the same draws for the same group.
 
-Two exact shortcuts keep this fast without changing the rule. Resampling n booleans with
+Two exact shortcuts keep this fast without changing the rule: each draws the statistic of a
+resample from its exact distribution instead of drawing the resample. Resampling n booleans with
 replacement gives a count of successes that is Binomial(n, k/n), so a rate's draws are binomial
-draws. The median of a resample of sorted values is the value at the median of the resampled
-positions, so a median's draws partition small integer positions rather than the values; and when
-a metric takes few distinct values, a resample is fully described by how many times each value
-was picked (a multinomial draw), from which the median is read directly.
+draws. The median of a resample of sorted values is the value at an order statistic of the n
+resampled positions (the two middle ones for an even n, averaged). Each position is
+floor(n * U) for a uniform U, and floor keeps the order, so the j-th smallest position is
+floor(n * U_(j)), with U_(j) the j-th smallest of n uniforms: a Beta(j, n - j + 1) draw. The
+next one up is the smallest of the n - j uniforms above it. Two beta draws per resample, however
+many runs a group holds, and ties among the values need no care (they sit at positions).
 """
 
 from __future__ import annotations
@@ -41,8 +44,6 @@ MIN_RUNS_PER_GROUP = 9
 SEED = 20_250_101
 DRAWS = 10_000
 CONFIDENCE = 0.95
-# Group size from which 16-bit resampled positions are sorted with a radix sort (same result).
-RADIX_SORT_FROM = 32
 ESTABLISHED = "established"
 INCONCLUSIVE = "inconclusive"
 
@@ -99,41 +100,19 @@ def resample_statistic(
 
 
 def _resample_median(ordered: np.ndarray, rng: np.random.Generator, draws: int) -> np.ndarray:
-    distinct, counts = np.unique(ordered, return_counts=True)
-    # Few distinct values (turns, counts, scores) against many runs: drawing how many times
-    # each value is picked is exact and far cheaper than drawing every position.
-    if distinct.size * 8 <= ordered.size:
-        return _median_from_counts(distinct, counts, ordered.size, rng, draws)
-    return _median_from_positions(ordered, rng, draws)
-
-
-def _median_from_positions(ordered: np.ndarray, rng: np.random.Generator, draws: int) -> np.ndarray:
     n = ordered.size
-    position_type = np.int16 if n < 2**15 else np.int64
-    positions = rng.integers(0, n, size=(draws, n), dtype=position_type)
-    middle = n // 2
-    # A full sort of small integers (vectorised) is several times faster than a partition, and
-    # an order statistic does not depend on how it is found. Past a few dozen positions,
-    # numpy's stable sort of 16-bit integers (a radix sort) is three times faster again.
-    radix = position_type is np.int16 and n >= RADIX_SORT_FROM
-    positions.sort(axis=1, kind="stable" if radix else None)
+    middle = (n + 1) // 2  # the (lower) middle order statistic, counted from 1
+    lower = rng.beta(middle, n - middle + 1, size=draws)
     if n % 2:
-        return ordered[positions[:, middle]]
-    return (ordered[positions[:, middle - 1]] + ordered[positions[:, middle]]) / 2
+        return ordered[_position_of(lower, n)]
+    upper = lower + (1 - lower) * rng.beta(1, n - middle, size=draws)
+    return (ordered[_position_of(lower, n)] + ordered[_position_of(upper, n)]) / 2
 
 
-def _median_from_counts(
-    distinct: np.ndarray, counts: np.ndarray, n: int, rng: np.random.Generator, draws: int
-) -> np.ndarray:
-    picked = rng.multinomial(n, counts / n, size=draws)
-    at_or_below = np.cumsum(picked, axis=1)
-
-    def order_statistic(rank: int) -> np.ndarray:  # rank counts from 1
-        return distinct[np.argmax(at_or_below >= rank, axis=1)]
-
-    if n % 2:
-        return order_statistic(n // 2 + 1)
-    return (order_statistic(n // 2) + order_statistic(n // 2 + 1)) / 2
+def _position_of(uniform: np.ndarray, n: int) -> np.ndarray:
+    """The position floor(n * u) that a uniform u in [0, 1) draws among n (a beta draw may round
+    to exactly 1)."""
+    return np.minimum((uniform * n).astype(np.int64), n - 1)
 
 
 def verdict_from_draws(gap: float, gap_draws: np.ndarray) -> GapVerdict:

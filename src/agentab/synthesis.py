@@ -3,7 +3,7 @@
 `synthesize(results_dir)` reads the frozen scenario (cells, reference, metric contract) and every
 run's measures.json (`agentab.results`), computes each cell's values and each gap's verdict
 (`agentab.verdicts`), and writes `cells.csv`, `gaps.csv`, `measures.csv` (`agentab.tables`),
-`gaps.png`, `gaps.svg` (`agentab.figure`) and `synthesis.md` (`agentab.prose`). It needs no
+`gaps.svg` (`agentab.figure`) and `synthesis.md` (`agentab.prose`). It needs no
 agent, validator, network or workflow engine, so a verdict can be rebuilt at any time. The same
 inputs give the same CSV bytes: nothing here depends on time, on file system order or on the
 order gaps are computed.
@@ -78,12 +78,10 @@ def write_outputs(result: SynthesisResult, scenario) -> None:
 def write_verdict_outputs(result: SynthesisResult, scenario) -> None:
     """gaps.csv, the figure and the report."""
     write_gaps_table(result)
-    render_figure(result, result.outputs["gaps.png"], result.outputs["gaps.svg"])
+    render_figure(result, result.outputs["gaps.svg"])
     result.outputs["synthesis.md"].write_text(render_markdown(result, scenario), encoding="utf-8")
 
 
 def _import_renderers() -> None:
-    """Import what the figure and the report need, ahead of their use (it takes a while)."""
+    """Import what the report needs, ahead of its use."""
     import jinja2  # noqa: F401
-    from matplotlib import figure  # noqa: F401
-    from matplotlib.backends import backend_agg, backend_svg  # noqa: F401

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from agentab.layout import SYNTHESIS_FILES
 from tests.e2e.workflow import REPO, SNAKEMAKE, job_counts, make_project, measures_files, snakemake
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -52,7 +53,7 @@ def test_demo_writes_every_measures_and_the_synthesis(finished: Path) -> None:
         assert measures["status"] in ("valid", "invalid", "failed"), measures
         assert measures["provenance"]["harness_version"] == "1.6.0"
     results = finished / "results" / "demo"
-    for name in ("synthesis.md", "cells.csv", "gaps.csv", "measures.csv", "gaps.png", "gaps.svg"):
+    for name in SYNTHESIS_FILES:
         assert (results / name).stat().st_size > 0, name
     assert (results / "scenario.toml").read_bytes() == (
         finished / "demo" / "scenario.toml"

@@ -14,7 +14,7 @@ from agentab.report.redo import normalise_run_id, redo_runs
 from agentab.synthesis import synthesize
 from tests.unit.report_folder import write_results
 
-SYNTHESIS = ("synthesis.md", "cells.csv", "gaps.csv", "measures.csv", "gaps.png", "gaps.svg")
+SYNTHESIS = ("synthesis.md", "cells.csv", "gaps.csv", "measures.csv", "gaps.svg")
 
 
 @pytest.fixture

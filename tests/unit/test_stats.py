@@ -156,18 +156,6 @@ def test_holm_of_an_empty_family_is_empty():
     assert stats.holm([]) == []
 
 
-def test_the_two_median_resamplings_agree():
-    # Few distinct values take the multinomial path, many take the positions path; both must
-    # describe the same resampling distribution.
-    values = np.sort(np.random.default_rng(3).poisson(6, 200).astype(float))
-    distinct, counts = np.unique(values, return_counts=True)
-    by_counts = stats._median_from_counts(distinct, counts, 200, np.random.default_rng(1), 20_000)
-    by_positions = stats._median_from_positions(values, np.random.default_rng(2), 20_000)
-    for share in (2.5, 25, 50, 75, 97.5):
-        assert np.percentile(by_counts, share) == np.percentile(by_positions, share)
-    assert by_counts.mean() == pytest.approx(by_positions.mean(), abs=0.02)
-
-
 def test_many_verdicts_at_once_are_the_verdicts_one_by_one():
     rng = np.random.default_rng(7)
     draws = np.vstack([rng.normal(size=10_000), rng.integers(-3, 4, 10_000) / 10, np.zeros(10_000)])
@@ -178,10 +166,33 @@ def test_many_verdicts_at_once_are_the_verdicts_one_by_one():
     assert stats.verdicts_from_draws([], np.empty((0, 10_000))) == []
 
 
-@pytest.mark.parametrize("n", [7, 8])
-def test_the_median_of_resampled_positions_is_their_middle_order_statistic(n):
-    ordered = np.sort(np.random.default_rng(5).normal(size=n))
-    medians = stats._median_from_positions(ordered, np.random.default_rng(9), 500)
-    positions = np.random.default_rng(9).integers(0, n, size=(500, n), dtype=np.int16)
-    expected = np.median(ordered[positions], axis=1)
-    assert np.array_equal(medians, expected)
+def largest_cdf_gap(expected: np.ndarray, drawn: np.ndarray) -> float:
+    """The Kolmogorov distance between two samples, at the values the first one takes."""
+    support = np.unique(expected)
+    expected_cdf = np.searchsorted(np.sort(expected), support, side="right") / expected.size
+    drawn_cdf = np.searchsorted(np.sort(drawn), support, side="right") / drawn.size
+    return float(np.abs(expected_cdf - drawn_cdf).max())
+
+
+@pytest.mark.parametrize(
+    "values", [[2.0, 13.0, 5.0, 1.0, 7.0, 2.0], [9.0, 0.5, 1.0, 4.0, 1.0, 1.0, 9.0]]
+)
+def test_resampled_medians_follow_the_exact_bootstrap_distribution(values):
+    # Every one of the n**n equally likely resamples, enumerated: the exact distribution.
+    ordered = np.sort(values)
+    n = ordered.size
+    every_resample = (np.arange(n**n)[:, None] // n ** np.arange(n)) % n
+    exact = np.median(ordered[every_resample], axis=1)
+    drawn = stats.resample_statistic(MEDIAN, values, np.random.default_rng(4), 200_000)
+    assert set(np.unique(drawn)) <= set(np.unique(exact))
+    # 0.006 is beyond the 99.9% critical value of the distance for 200 000 draws (0.0044).
+    assert largest_cdf_gap(exact, drawn) < 0.006
+
+
+@pytest.mark.parametrize("n", [301, 334])
+def test_resampled_medians_of_a_large_group_match_resampling_by_index(n):
+    values = np.random.default_rng(6).lognormal(size=n)
+    positions = np.random.default_rng(7).integers(0, n, size=(20_000, n))
+    by_index = np.median(values[positions], axis=1)
+    drawn = stats.resample_statistic(MEDIAN, values, np.random.default_rng(8), 20_000)
+    assert largest_cdf_gap(by_index, drawn) < 0.025

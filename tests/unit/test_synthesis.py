@@ -126,7 +126,7 @@ def test_a_clear_effect_is_established_and_written_everywhere(tmp_path):
     assert float(gaps["ran_tests"]["gap"]) == pytest.approx(0.7)
     assert gaps["ran_tests"]["reference"] == "nothing"
     assert [gap.metric for gap in result.established] == ["ran_tests"]
-    for name in ("cells.csv", "gaps.csv", "measures.csv", "gaps.png", "gaps.svg", "synthesis.md"):
+    for name in ("cells.csv", "gaps.csv", "measures.csv", "gaps.svg", "synthesis.md"):
         assert (tmp_path / "results" / name).stat().st_size > 0
     report = (tmp_path / "results" / "synthesis.md").read_text(encoding="utf-8")
     assert "Does a one-line rule make the agent run the tests?" in report

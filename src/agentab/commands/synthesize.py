@@ -15,7 +15,7 @@ def register(subparsers) -> None:
         "synthesize",
         help="rebuild the synthesis of a results folder from its measures.json files",
         description=(
-            "Rebuild cells.csv, gaps.csv, measures.csv, gaps.png, gaps.svg and synthesis.md in "
+            "Rebuild cells.csv, gaps.csv, measures.csv, gaps.svg and synthesis.md in "
             "RESULTS_DIR from its frozen scenario.toml and its runs/*/r*/measures.json files "
             "alone: no agent, no validator, no network. The same inputs give the same CSV "
             "bytes. A partial folder works: missing runs are listed, and an unreadable "
