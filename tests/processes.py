@@ -1,7 +1,9 @@
-"""Watching processes from a test: waiting for a condition, telling a live process from a gone one."""
+"""Processes from a test: starting them as a terminal would, waiting for a condition, telling a
+live process from a gone one."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,3 +25,11 @@ def is_running(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def default_stop_signals() -> None:
+    """For a child's `preexec_fn`: SIGINT and SIGHUP as in a terminal. A test runner started in
+    the background ignores SIGINT, one started under `nohup` ignores SIGHUP, and an ignored
+    signal stays ignored in every process below."""
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.processes import default_stop_signals
+
 REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).parent / "snakemake"
 WORKFLOW_FILES = ("Snakefile", "rules", "scripts", "config", "profiles", "envs")
@@ -62,9 +64,7 @@ def set_agent(project: Path, *, model: str, timeout: str) -> None:
 def start_snakemake(project: Path, *args: str, output: Path) -> subprocess.Popen:
     """Snakemake in the background, leading a process group of its own as a shell's job does
     (so that a test can signal it alone, or its group as Ctrl-C does); its output in `output`.
-
-    SIGINT is reset to its default: a test runner started in the background ignores it, and an
-    ignored signal would stay ignored in every process below.
+    Stop signals as in a terminal (`default_stop_signals`).
     """
     with open(output, "w") as log:
         return subprocess.Popen(
@@ -74,7 +74,7 @@ def start_snakemake(project: Path, *args: str, output: Path) -> subprocess.Popen
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            preexec_fn=default_stop_signals,
         )
 
 

@@ -22,6 +22,7 @@ from agentab.stopping import (
     running_steps,
     stop_on_signals,
 )
+from tests.processes import default_stop_signals
 
 # Sleeps under a shell that cannot exec it (the `; true`), as Snakemake runs a step.
 STEP_BEHIND_A_SHELL = [
@@ -43,7 +44,7 @@ def own_handlers():
 
 @pytest.fixture
 def step_behind_a_shell():
-    shell = subprocess.Popen(STEP_BEHIND_A_SHELL)
+    shell = subprocess.Popen(STEP_BEHIND_A_SHELL, preexec_fn=default_stop_signals)
     yield shell
     for pid in running_steps(shell.pid):
         with contextlib.suppress(ProcessLookupError):
@@ -124,6 +125,7 @@ def test_snakemake_passes_sighup_on_and_stops_as_on_sigterm(step_behind_a_shell)
     step = wait_for(lambda: running_steps(step_behind_a_shell.pid))[0]
     told = []
     signal.signal(signal.SIGTERM, lambda signum, frame: told.append(signum))  # Snakemake's
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as in a terminal, even under nohup
     pass_stop_signals_to_steps()
     signal.raise_signal(signal.SIGHUP)  # it would have killed Snakemake outright
     wait_for(lambda: step not in running_steps(step_behind_a_shell.pid))
