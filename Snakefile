@@ -42,3 +42,7 @@ rule all:
     input:
         WORKFLOW.targets(),
         report_targets(WORKFLOW),
+
+
+# Last: every rule exists now.
+state_signatures_once(workflow.rules)

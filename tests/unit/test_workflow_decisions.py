@@ -6,6 +6,8 @@ scenario: these tests pin which edit reaches which params."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,40 @@ def test_the_judge_settings_are_operational_and_taken_from_the_config():
         "credentials": "c.toml",
     }
     assert flow.credentials_argument().startswith("--credentials /")
+
+
+SIGNATURES_SNAKEFILE = """
+from agentab.workflow import state_signatures_once
+from snakemake.common import get_function_params
+
+def number(wildcards):
+    return int(wildcards.n)
+
+rule all:
+    input: expand("out/{n}.txt", n=[1, 2])
+
+rule make:
+    input: ancient(lambda w: "in.txt")
+    output: "out/{n}.txt"
+    resources: runtime=lambda w, attempt: 5 * attempt
+    params: n=number, text=lambda w, input: "from " + input[0]
+    shell: "echo {params.n} {params.text} > {output}"
+
+told = state_signatures_once(workflow.rules)
+functions = [rules.make.rule.input[0]._file.callable, *rules.make.rule.params]  # ancient(f)
+print("told", told, "kept", all(get_function_params(f) is f._overwrite_params for f in functions))
+"""
+
+
+def test_snakemake_is_told_each_rule_functions_parameters_once_and_jobs_are_unchanged(tmp_path):
+    (tmp_path / "Snakefile").write_text(SIGNATURES_SNAKEFILE)
+    (tmp_path / "in.txt").write_text("")
+    command = [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # The input function, both params, the resource (and Snakemake's default resources' own
+    # functions): each told once, and this Snakemake reads what it was told.
+    told, kept = done.stdout.split("told ", 1)[1].split()[0:3:2]
+    assert int(told) >= 4 and kept == "True"
+    assert "echo 1 from in.txt > out/1.txt" in done.stdout
+    assert "echo 2 from in.txt > out/2.txt" in done.stdout
