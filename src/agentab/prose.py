@@ -7,7 +7,6 @@ helpers are also what the command line prints.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from pathlib import Path
 
 from agentab import stats
 from agentab.metrics import DIAGNOSTIC, RATE, Aggregate
@@ -162,16 +161,9 @@ def markdown_table_text(value: object) -> str:
 
 
 def render_markdown(result: SynthesisResult, scenario) -> str:
-    import jinja2
+    from agentab.rendering import template_environment
 
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,  # Markdown, not HTML
-    )
+    environment = template_environment(keep_trailing_newline=True, autoescape=False)  # Markdown
     environment.filters["cell"] = markdown_table_text
     return environment.get_template("synthesis.md.j2").render(report_context(result, scenario))
 

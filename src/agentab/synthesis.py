@@ -54,12 +54,10 @@ def synthesize(results_dir: Path) -> SynthesisResult:
         bad_files=bad_files,
     )
 
-    def meanwhile() -> None:
-        # What needs no verdict is written while the groups are resampled.
-        write_run_tables(result, scenario)
-        _import_renderers()
-
-    result.gaps = compute_gaps(scored, scenario, types, cell_values, meanwhile=meanwhile)
+    # What needs no verdict is written while the groups are resampled.
+    result.gaps = compute_gaps(
+        scored, scenario, types, cell_values, meanwhile=lambda: write_run_tables(result, scenario)
+    )
     write_verdict_outputs(result, scenario)
     return result
 
@@ -80,8 +78,3 @@ def write_verdict_outputs(result: SynthesisResult, scenario) -> None:
     write_gaps_table(result)
     render_figure(result, result.outputs["gaps.svg"])
     result.outputs["synthesis.md"].write_text(render_markdown(result, scenario), encoding="utf-8")
-
-
-def _import_renderers() -> None:
-    """Import what the report needs, ahead of its use."""
-    import jinja2  # noqa: F401

@@ -102,9 +102,15 @@ class Workflow:
         return files
 
     def all_measures(self, scenario: str) -> list[str]:
-        return [
-            str(self.layout.run(scenario, cell, rep).measures) for cell, rep in self.runs(scenario)
-        ]
+        """Every run's measures.json: the input of the synthesis, the report and the forms."""
+        return self._all_measures[scenario]
+
+    @cached_property
+    def _all_measures(self) -> dict[str, list[str]]:
+        return {
+            name: [str(self.layout.run(name, cell, rep).measures) for cell, rep in self.runs(name)]
+            for name in self.scenarios
+        }
 
     def all_validator_outputs(self, scenario: str) -> list[str]:
         """Every scored validator output of every run: what a filled form is checked against."""
@@ -126,14 +132,16 @@ class Workflow:
         return self._per_cell[scenario, cell][0]
 
     def run_params(self, scenario: str, cell: str) -> str:
-        sc = self.scenarios[scenario]
-        etalon = {"repo": sc.etalon.repo, "tag": sc.etalon.tag}
-        return as_param({"etalon": etalon, **self._cell_configs[(scenario, cell)]})
+        return self._run_params[scenario, cell]
 
     @cached_property
-    def _cell_configs(self) -> dict:
+    def _run_params(self) -> dict[tuple[str, str], str]:
         return {
-            (name, c.slug): c.run_config() for name, sc in self.scenarios.items() for c in sc.cells
+            (name, c.slug): as_param(
+                {"etalon": {"repo": sc.etalon.repo, "tag": sc.etalon.tag}, **c.run_config()}
+            )
+            for name, sc in self.scenarios.items()
+            for c in sc.cells
         }
 
     @cached_property

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentab import stats
 from agentab.errors import AgentabError
+from agentab.results import RunRecord
 from agentab.synthesis import synthesize
+from agentab.tables import MEASURES_COLUMNS, json_text, measures_lines
 
 FROZEN_SCENARIO = """\
 [scenario]
@@ -400,3 +405,37 @@ def test_at_the_minimum_the_same_gap_is_established(tmp_path):
         write_run(folder, "nothing", rep, {"ran_tests": False, "turns": 5})
         write_run(folder, "rule", rep, {"ran_tests": True, "turns": 9})
     assert {gap.metric for gap in synthesize(folder).established} == {"ran_tests", "turns"}
+
+
+awkward_text = st.text(alphabet=st.sampled_from('ab ,"\n\r;é'), max_size=6)
+json_values = st.one_of(
+    st.booleans(), st.integers(), st.floats(allow_nan=False), awkward_text,
+    st.lists(st.integers(), max_size=2), st.none(),
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cell=awkward_text, run=awkward_text, metrics=st.dictionaries(awkward_text, json_values),
+    extra=st.dictionaries(awkward_text, json_values), pending=st.lists(awkward_text, max_size=2),
+)  # fmt: skip
+def test_measures_csv_lines_read_back_as_written_and_are_the_csv_modules_bytes(
+    cell, run, metrics, extra, pending
+):
+    record = RunRecord(cell, 3, run, "valid", metrics, extra, pending, [], {}, None)
+    contract = [*metrics, "absent"]
+    rows = [MEASURES_COLUMNS]
+    for metric in contract:
+        value = json_text(metrics[metric]) if metric in metrics else ""
+        flag = "true" if metric in pending else "false"
+        rows.append([cell, "3", run, "valid", metric, "contract", value, flag])
+    for metric in sorted(extra):
+        rows.append([cell, "3", run, "valid", metric, "extra", json_text(extra[metric]), "false"])
+    text = "".join(measures_lines([record], contract))
+    assert list(csv.reader(io.StringIO(text, newline=""))) == rows
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    # The csv module leaves a lone carriage return unquoted (a reader then splits the row);
+    # anything else is written byte for byte as it writes it.
+    if "\r" not in text:
+        assert text == buffer.getvalue()

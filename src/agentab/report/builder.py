@@ -15,13 +15,13 @@ from pathlib import Path
 
 import jinja2
 
+from agentab.rendering import template_environment
 from agentab.report.run_page import OFFLINE_PROVIDER, diff_css, run_view
 from agentab.report.runs import RUN_STATUSES, RunEntry, list_runs
 from agentab.report.sources import load_frozen_scenario, read_runs, synthesis_context
 
 REPORT_DIR = "report"
 INDEX = "index.html"
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "report"
 # How many runs of one reason the overview links before it says "and N more".
 RUNS_SHOWN_PER_REASON = 10
 
@@ -90,12 +90,8 @@ class Pages:
 
     def __init__(self, folder: Path):
         self.folder = folder
-        self.environment = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(TEMPLATES),
-            undefined=jinja2.StrictUndefined,
-            autoescape=jinja2.select_autoescape(["html.j2"], default=False),
-            trim_blocks=True,
-            lstrip_blocks=True,
+        self.environment = template_environment(
+            "report", autoescape=jinja2.select_autoescape(["html.j2"], default=False)
         )
 
     def write(self, name: str, template: str, **context) -> None:
