@@ -7,6 +7,7 @@ FIFO as the scenario makes the freeze step wait, so that a signal finds it in th
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import re
@@ -234,3 +235,12 @@ def test_a_socket_of_the_right_name_held_by_a_stranger_gets_nothing(tmp_path: Pa
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(squatter, signal.SIGKILL)
+
+
+def test_the_process_snakemake_starts_for_a_step_imports_next_to_nothing_before_handing_over():
+    # Every job of every run pays for these imports; the step itself imports in the server.
+    probe = "import sys; b = set(sys.modules); import agentab.steps; print(sorted(set(sys.modules) - b))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    added = set(ast.literal_eval(done.stdout))
+    assert added <= {"__future__", "_socket", "_signal", "_struct", "struct", "agentab",
+                     "agentab.step_client", "agentab.steps"}, added  # fmt: skip
