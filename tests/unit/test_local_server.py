@@ -12,10 +12,8 @@ from agentab import local_server
 from agentab.local_server import LocalServer, serving
 
 
-class RecordsAfterReplying(BaseHTTPRequestHandler):
-    """Like the recording proxy: the reply goes out first, the record is written after it."""
-
-    records: list[str] = []
+class RepliesFirst(BaseHTTPRequestHandler):
+    """Like the recording proxy: the reply goes out whole, then the handler goes on."""
 
     def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
         pass
@@ -26,20 +24,22 @@ class RecordsAfterReplying(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(b"ok")
         self.wfile.flush()
+        self.after_the_reply()
+
+    def after_the_reply(self) -> None:
+        raise NotImplementedError
+
+
+class RecordsAfterReplying(RepliesFirst):
+    records: list[str] = []
+
+    def after_the_reply(self) -> None:
         time.sleep(0.3)
         self.records.append(self.path)
 
 
-class NeverDone(BaseHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
-        pass
-
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-        self.wfile.flush()
+class NeverDone(RepliesFirst):
+    def after_the_reply(self) -> None:
         threading.Event().wait(60)
 
 
