@@ -75,6 +75,7 @@ def test_the_first_stop_signal_raises_stopped_and_later_ones_leave_the_cleanup_a
 
 def test_a_signal_the_caller_ignores_stays_ignored() -> None:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup leaves it
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal leaves it
     stop_on_signals()
     assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     with pytest.raises(Stopped):
