@@ -133,6 +133,9 @@ def nice_ticks(low: float, high: float) -> list[float]:
         low, high = low - 1, high + 1
     for step in _steps(high - low):
         first, last = math.floor(low / step), math.ceil(high / step)
+        # low / step is rounded: the tick it gives may land a hair inside the range.
+        first -= first * step > low
+        last += last * step < high
         if last - first + 1 <= MOST_TICKS:
             return [(first + i) * step for i in range(last - first + 1)]
     raise AssertionError("a step of the whole span always fits")  # pragma: no cover
