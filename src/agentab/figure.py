@@ -28,6 +28,7 @@ FONT = "font-family:DejaVu Sans,Helvetica,Arial,sans-serif"
 ROW, PANEL_HEAD, PANEL_GAP, AXIS, LEGEND, MARGIN = 22, 30, 26, 20, 52, 12
 PLOT_WIDTH, LABEL_CHAR, FONT_SIZE = 420, 7.0, 12
 MOST_TICKS = 7
+EDGE_MARGIN = 0.04  # of the span of a panel's values
 
 
 def render_figure(result: SynthesisResult, svg: Path) -> None:
@@ -76,7 +77,10 @@ def _panel(metric: str, gaps: list[Gap], left: float, top: float) -> list[str]:
     scale = 100.0 if gaps[0].kind == RATE else 1.0
     unit = "rate, percentage points" if gaps[0].kind == RATE else "median"
     ends = [scale * end for gap in gaps for end in (gap.verdict.ci_low, gap.verdict.ci_high)]
-    ticks = nice_ticks(min(ends + [0.0]), max(ends + [0.0]))
+    smallest, largest = min(ends + [0.0]), max(ends + [0.0])
+    # A margin, so that a point or an interval's end never sits on the frame.
+    margin = EDGE_MARGIN * (largest - smallest)
+    ticks = nice_ticks(smallest - margin, largest + margin)
     low, high = ticks[0], ticks[-1]
     plot_top = top + PANEL_HEAD
     plot_bottom = plot_top + ROW * len(gaps) + ROW / 2
