@@ -73,15 +73,20 @@ def connect_to(name: str, owner: int):
     connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         connection.connect(abstract_address(name))
-        raw = connection.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, PEER.size)
+        if peer_descends_from(connection, owner):
+            return connection
     except OSError:
-        connection.close()
-        return None
+        pass
+    connection.close()
+    return None
+
+
+def peer_descends_from(connection, owner: int) -> bool:
+    """Whether the other end of a Unix socket is a process of this user descended from
+    `owner` (SO_PEERCRED): what the step asks of the server, and the server of the step."""
+    raw = connection.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, PEER.size)
     pid, uid, _ = PEER.unpack(raw)
-    if uid != os.getuid() or not descends_from(pid, owner):
-        connection.close()
-        return None
-    return connection
+    return uid == os.getuid() and descends_from(pid, owner)
 
 
 def descends_from(pid: int, ancestor: int) -> bool:

@@ -21,9 +21,9 @@ Without a server (a cluster node, a step run by hand, a server not ready yet or 
 runs in its own process, as before. Only a descendant of the Snakemake that started the server
 finds it, and the server checks that of each process that connects: a cluster job on the same
 machine runs in its own process, inside its allocation. The step checks the server in turn (its
-user, its descent from the same Snakemake): a socket's name is anyone's to take. When its Snakemake ends (or dies: the
-server reads its end of a pipe), the server takes no more steps and exits when the ones it
-forked have ended.
+user, its descent from the same Snakemake): a socket's name is anyone's to take. When its
+Snakemake ends (or dies: the server reads its end of a pipe), the server takes no more steps and
+exits when the ones it forked have ended.
 """
 
 from __future__ import annotations
@@ -42,12 +42,11 @@ from dataclasses import dataclass
 from agentab.scenario import load_for_steps, load_scenario_for_step
 from agentab.step_client import (
     HEADER,
-    PEER,
     STANDARD_STREAMS,
     STOP_SIGNALS,
     abstract_address,
     decode_request,
-    descends_from,
+    peer_descends_from,
     send_signal,
     server_name,
 )
@@ -253,7 +252,7 @@ class Server:
             connection.settimeout(10)
             header, fds, _, _ = socket.recv_fds(connection, HEADER.size, len(STANDARD_STREAMS))
             request = decode_request(receive_exactly(connection, HEADER.unpack(header)[0]))
-            if len(fds) != len(STANDARD_STREAMS) or not is_served(connection, self.owner):
+            if len(fds) != len(STANDARD_STREAMS) or not peer_descends_from(connection, self.owner):
                 self.turn_away(connection, fds, "refused")
                 return
         except (OSError, ValueError, struct.error, UnicodeError):
@@ -346,13 +345,6 @@ def receive_exactly(connection: socket.socket, size: int) -> bytes:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
-
-
-def is_served(connection: socket.socket, owner: int) -> bool:
-    """Only a process of this user descended from the server's Snakemake."""
-    raw = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, PEER.size)
-    pid, uid, _ = PEER.unpack(raw)
-    return uid == os.getuid() and descends_from(pid, owner)
 
 
 def send(connection: socket.socket, line: str) -> None:
