@@ -69,7 +69,11 @@ def figure_svg(gaps: list[Gap]) -> str:
 
 
 def _panel_height(gaps: list[Gap]) -> float:
-    return PANEL_HEAD + ROW * len(gaps) + ROW / 2 + AXIS
+    return PANEL_HEAD + _plot_height(gaps) + AXIS
+
+
+def _plot_height(gaps: list[Gap]) -> float:
+    return ROW * len(gaps) + ROW / 2
 
 
 def _panel(metric: str, gaps: list[Gap], left: float, top: float) -> list[str]:
@@ -83,7 +87,7 @@ def _panel(metric: str, gaps: list[Gap], left: float, top: float) -> list[str]:
     ticks = nice_ticks(smallest - margin, largest + margin)
     low, high = ticks[0], ticks[-1]
     plot_top = top + PANEL_HEAD
-    plot_bottom = plot_top + ROW * len(gaps) + ROW / 2
+    plot_bottom = plot_top + _plot_height(gaps)
 
     def x(value: float) -> float:
         return left + PLOT_WIDTH * (value - low) / (high - low)
