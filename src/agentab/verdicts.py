@@ -23,7 +23,7 @@ from agentab.metrics import DIAGNOSTIC, MEDIAN, RATE, Aggregate, MetricType, agg
 from agentab.results import BadFile, MissingRun, RunRecord
 
 HOLM_LEVEL = 0.05
-# Threads that resample groups; numpy draws and sorts without holding the interpreter lock.
+# Threads that resample groups; numpy draws without holding the interpreter lock.
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 PENDING_NOTE = "no value yet: pending a human form in every valid run"
 
@@ -150,7 +150,7 @@ def compute_gaps(
     """Every gap against the reference, with its verdict, Holm-adjusted over the whole table.
 
     Each group (a cell's values of a metric) is resampled once, on worker threads: numpy
-    releases the interpreter lock while it draws and sorts, and each group has its own random
+    releases the interpreter lock while it draws, and each group has its own random
     stream (`stats.generator_for`), so neither the threads nor their order change any draw.
     `meanwhile`, if given, runs on the calling thread while the groups are being resampled.
     """
@@ -185,9 +185,7 @@ def compute_gaps(
 
     gap_draws = np.empty((len(judged), stats.DRAWS))
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        # The costliest groups first, so that no thread is left with a long one at the end.
-        by_cost = sorted(groups, key=lambda group: -_resampling_cost(scored, types, group))
-        futures = {group: pool.submit(resample, group) for group in by_cost}
+        futures = {group: pool.submit(resample, group) for group in groups}
         if meanwhile is not None:
             meanwhile()
         for row, (cell, metric, _, _) in enumerate(judged):
@@ -233,9 +231,3 @@ def too_few_runs(gap: Gap) -> Gap:
     )
     verdict = dataclasses.replace(gap.verdict, verdict=stats.INCONCLUSIVE)
     return dataclasses.replace(gap, verdict=verdict, note=note)
-
-
-def _resampling_cost(scored: ScoredValues, types, group: tuple[str, str]) -> int:
-    """A rough rank of how long a group takes to resample: a median costs with its size."""
-    cell, metric = group
-    return len(scored.get(cell, metric)) if types[metric].kind == MEDIAN else 0
