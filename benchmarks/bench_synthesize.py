@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agentab.cells import slugify
+from agentab.scenario.cells import slugify
 
 TARGET_RATIO = 3.0
 # The reference: every measures.json read and parsed, in a fresh interpreter as the synthesis.

@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentab import etalon as etalon_module
-from agentab.bricks import place_in_clone
 from agentab.credentials import read_api_key
 from agentab.errors import AgentabError, problem
 from agentab.files import write_json, write_jsonl
@@ -39,6 +38,7 @@ from agentab.offline_model.policy import load_policy
 from agentab.process import CannotStart, ProcessResult, end_stale_twin, run_process
 from agentab.receipts import build_receipt, receipt_summary, stated_usage
 from agentab.recording_proxy import endpoint_for, recording
+from agentab.scenario.bricks import place_in_clone
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
 REJECTED_KEY_STATUSES = frozenset({401, 403})

@@ -18,9 +18,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentab.bricks import exclude_from_git
 from agentab.errors import AgentabError, problem
 from agentab.files import exclusive_lock
+from agentab.scenario.bricks import exclude_from_git
 
 GIT_IDENTITY = ("agent", "agent@agentab.invalid")
 # Files the workflow engine itself leaves in a clone: never the agent's work.

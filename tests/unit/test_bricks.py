@@ -4,8 +4,8 @@ import subprocess
 
 import pytest
 
-from agentab.bricks import place_in_clone
 from agentab.errors import AgentabError
+from agentab.scenario.bricks import place_in_clone
 
 
 def test_placed_files_are_excluded_from_the_agents_work(tmp_path):

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentab.cells import BASELINE_NAME_WITHOUT_AXES, expand, slugify
-from agentab.scenario_rules import check_cell_names
-from agentab.scenario_source import Collector
+from agentab.scenario.cells import BASELINE_NAME_WITHOUT_AXES, expand, slugify
+from agentab.scenario.rules import check_cell_names
+from agentab.scenario.source import Collector
 
 value_names = st.text(alphabet="abcdefgh", min_size=1, max_size=4)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from agentab.bricks import exclude_from_git
 from agentab.etalon import (
     changed_files,
     checkout_with_patch,
@@ -15,6 +14,7 @@ from agentab.etalon import (
     git,
     result_patch,
 )
+from agentab.scenario.bricks import exclude_from_git
 from tests.conftest import make_git_repo
 
 

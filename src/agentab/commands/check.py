@@ -8,7 +8,7 @@ from pathlib import Path
 
 from agentab.errors import ScenarioError
 from agentab.scenario import Cell, Scenario, load_scenario
-from agentab.scenario_rules import check_scale
+from agentab.scenario.rules import check_scale
 
 
 def register(subparsers) -> None:

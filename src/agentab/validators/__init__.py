@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentab.durations import parse_duration
+from agentab.scenario.durations import parse_duration
 
 # The SDK's own retries are switched off (we retry ourselves and keep every attempt for audit);
 # these bound ours. A config file may change them, a scenario never needs to.

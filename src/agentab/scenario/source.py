@@ -102,7 +102,7 @@ def read_toml(path: Path) -> tuple[dict, str]:
 
 @cache
 def scenario_schema() -> dict:
-    schema_file = resources.files("agentab") / "schema" / "scenario.schema.json"
+    schema_file = resources.files("agentab.scenario") / "schema" / "scenario.schema.json"
     return json.loads(schema_file.read_text(encoding="utf-8"))
 
 

@@ -3,8 +3,8 @@
 A scenario is self-contained: everything that decides what is measured is read from this
 one file and nothing else. All problems are collected and reported together, each naming
 the file, the key and the fix, so that a person fixes a scenario in one pass and no agent
-run starts from a scenario that is wrong. Reading the file is `scenario_source`, the rules
-are `scenario_rules`, the types `scenario_types`; this module is their face.
+run starts from a scenario that is wrong. Reading the file is `source`, the rules are `rules`,
+the types `types`; the package's `__init__` is their face.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from agentab import cells as cells_module
-from agentab.bricks import content_sha256
-from agentab.durations import parse_duration
 from agentab.errors import ScenarioError
-from agentab.scenario_rules import (
+from agentab.scenario import cells as cells_module
+from agentab.scenario.bricks import content_sha256
+from agentab.scenario.durations import parse_duration
+from agentab.scenario.rules import (
     build_cell,
     check_cell_names,
     check_duplicate_cells,
@@ -30,8 +30,8 @@ from agentab.scenario_rules import (
     task_prompt,
     variants_as_lists,
 )
-from agentab.scenario_source import Collector, read_toml, schema_problems
-from agentab.scenario_types import AgentConfig, Brick, Cell, Etalon, Scenario, ValidatorSpec
+from agentab.scenario.source import Collector, read_toml, schema_problems
+from agentab.scenario.types import AgentConfig, Brick, Cell, Etalon, Scenario, ValidatorSpec
 
 __all__ = [
     "AgentConfig",

@@ -13,12 +13,12 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from agentab.bricks import KIND_WORDS, brick_shape_problem, content_sha256, inside
-from agentab.cells import BRICK_KINDS, TASK_KEYS, CellDraft, slugify
-from agentab.durations import parse_duration
 from agentab.metrics import REASON_FIELDS
-from agentab.scenario_source import Collector, quote_key, suggest
-from agentab.scenario_types import AgentConfig, Brick, Cell
+from agentab.scenario.bricks import KIND_WORDS, brick_shape_problem, content_sha256, inside
+from agentab.scenario.cells import BRICK_KINDS, TASK_KEYS, CellDraft, slugify
+from agentab.scenario.durations import parse_duration
+from agentab.scenario.source import Collector, quote_key, suggest
+from agentab.scenario.types import AgentConfig, Brick, Cell
 
 AGENT_SCALARS = ("thinking", "model", "provider", "harness", "version")
 # Past this many jobs, Snakemake's scheduling and DAG building take minutes (docs/performance.md).
