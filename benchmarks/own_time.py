@@ -63,7 +63,7 @@ def serve_timed(argv: list[str]) -> None:
 
 
 def time_processes(waits: list[dict], watchers: list) -> None:
-    """Every agent and script validator is started by `agentab.process.run_process`. Its own
+    """Every agent and script validator is started by `agentab.run.process.run_process`. Its own
     time runs from its start to its exit, seen the moment it happens (a pidfd): the time the
     step takes to notice the exit is the step's, not the process's."""
     import os
@@ -72,7 +72,7 @@ def time_processes(waits: list[dict], watchers: list) -> None:
     import threading
     import types
 
-    import agentab.process as process
+    import agentab.run.process as process
 
     class WatchedPopen(subprocess.Popen):
         def __init__(self, argv, *args, **options):
@@ -90,7 +90,7 @@ def time_processes(waits: list[dict], watchers: list) -> None:
             watcher.start()
             watchers.append(watcher)
 
-    # Only agentab.process sees the watched Popen: git and the rest start processes as ever.
+    # Only agentab.run.process sees the watched Popen: git and the rest start processes as ever.
     watched = types.ModuleType("subprocess")
     watched.__dict__.update(subprocess.__dict__)
     watched.Popen = WatchedPopen

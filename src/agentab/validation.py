@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agentab.etalon import checkout_with_patch
 from agentab.files import write_json
-from agentab.process import end_stale_twin
+from agentab.run.process import end_stale_twin
 from agentab.validators import JudgeSettings, invalid_output, prepare_job
 from agentab.validators.context import build_context
 

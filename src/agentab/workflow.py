@@ -22,7 +22,7 @@ import agentab
 from agentab.errors import AgentabError, problem
 from agentab.harnesses import module_name
 from agentab.layout import Layout, rep_folder
-from agentab.recording_proxy import endpoint_for
+from agentab.run.recording_proxy import endpoint_for
 from agentab.scenario import Scenario, content_sha256, load_scenario
 from agentab.validators import CONFIG_KEYS, validator_timeout_s
 

@@ -8,8 +8,8 @@ import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler
 
-from agentab import local_server
-from agentab.local_server import LocalServer, serving
+from agentab.offline_model import local_server
+from agentab.offline_model.local_server import LocalServer, serving
 
 
 class RepliesFirst(BaseHTTPRequestHandler):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from agentab.process import end_stale_twin, group_alive, run_process, wait_exactly, write_lock
+from agentab.run.process import end_stale_twin, group_alive, run_process, wait_exactly, write_lock
 
 
 def run(argv, env, cwd, timeout_s, lock):

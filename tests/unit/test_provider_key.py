@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from agentab.agent_run import provider_api_key
 from agentab.errors import AgentabError
 from agentab.harnesses.base import Installation, RunSpec
 from agentab.harnesses.pi import PiHarness
+from agentab.run.agent_run import provider_api_key
 
 
 def spec(tmp_path: Path, provider: str, api_key: str | None) -> RunSpec:

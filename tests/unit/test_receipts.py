@@ -11,7 +11,7 @@ import pytest
 from agentab.harnesses.base import StreamFacts
 from agentab.harnesses.pi import PiHarness
 from agentab.measures import build_measures
-from agentab.receipts import build_receipt
+from agentab.run.receipts import build_receipt
 
 RULE = "Always run the test suite before you finish."
 

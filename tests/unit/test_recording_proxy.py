@@ -15,12 +15,12 @@ from urllib.parse import urlsplit
 import anthropic
 import pytest
 
-from agentab.agent_run import fill_unreported_usage
 from agentab.errors import AgentabError
 from agentab.harnesses.base import StreamFacts
 from agentab.offline_model import serve
-from agentab.receipts import stated_usage
-from agentab.recording_proxy import endpoint_for, loggable_path, recording
+from agentab.run.agent_run import fill_unreported_usage
+from agentab.run.receipts import stated_usage
+from agentab.run.recording_proxy import endpoint_for, loggable_path, recording
 
 KEY = "sk-ant-test-0123456789abcdefghij"
 

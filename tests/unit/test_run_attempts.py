@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from agentab import agent_run
-from agentab.agent_run import (
+from agentab.layout import RunFolder
+from agentab.run import agent_run
+from agentab.run.agent_run import (
     RunFiles,
     adopt_attempt_log,
     new_attempt_log,
     perform_run,
     set_aside_earlier_attempt,
 )
-from agentab.layout import RunFolder
 from agentab.scenario import load_scenario
 from agentab.stopping import Stopped
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentab.process import group_alive, run_process
+from agentab.run.process import group_alive, run_process
 from agentab.stopping import (
     STOP_SIGNALS,
     Stopped,

@@ -113,7 +113,7 @@ def receipt_limits(scenario: Scenario) -> list[str]:
     see, and a thinking level checked only for being sent, not for its value."""
     from agentab.harnesses import adapter_class, get_harness
     from agentab.harnesses.base import ANY_REASONING
-    from agentab.recording_proxy import DEFAULT_ENDPOINTS
+    from agentab.run.recording_proxy import DEFAULT_ENDPOINTS
 
     limits = {}
     for cell in scenario.cells:

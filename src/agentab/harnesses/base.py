@@ -24,7 +24,7 @@ An adapter (one file under `harnesses/`) owns everything that differs between ag
   redone; an outcome is measured.
 
 How a process is started, timed out and cleaned up is not an adapter's business: that is
-`agentab.process`, shared by every adapter and by the validators.
+`agentab.run.process`, shared by every adapter and by the validators.
 """
 
 from __future__ import annotations

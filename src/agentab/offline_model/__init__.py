@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from agentab.local_server import serving
+from agentab.offline_model.local_server import serving
 from agentab.offline_model.policy import Policy, load_policy, shipped_policy_names
 from agentab.offline_model.server import OfflineModelServer
 

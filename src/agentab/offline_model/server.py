@@ -13,8 +13,8 @@ import threading
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-from agentab.local_server import LocalServer
 from agentab.offline_model import wire
+from agentab.offline_model.local_server import LocalServer
 from agentab.offline_model.policy import Policy, Reply
 
 # A rough, deterministic token count: the stream must carry usage and cost, not exact figures.

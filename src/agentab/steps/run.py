@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentab.agent_run import RunFiles, perform_run
 from agentab.layout import RunFolder, run_id
+from agentab.run.agent_run import RunFiles, perform_run
 from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step
 

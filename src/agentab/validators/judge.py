@@ -29,9 +29,9 @@ import anthropic
 import jsonschema
 from anthropic._constants import ANTHROPIC_API_VERSION
 
-from agentab.credentials import read_api_key
 from agentab.errors import AgentabError, Problem, problem
 from agentab.metrics import REASON_FIELDS
+from agentab.run.credentials import read_api_key
 from agentab.validators import (
     JudgeSettings,
     ValidatorJob,

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from agentab.process import CannotStart, run_process
+from agentab.run.process import CannotStart, run_process
 from agentab.validators import ValidatorJob, invalid_output, validator_output, validator_timeout_s
 
 SHOWN_OUTPUT_CHARS = 300

@@ -26,8 +26,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from agentab.errors import AgentabError, problem
-from agentab.local_server import LocalServer, serving
 from agentab.offline_model import wire
+from agentab.offline_model.local_server import LocalServer, serving
 
 # Each provider's own origin; the harness's path (`/v1/messages`, `/v1beta/models/…`) follows it.
 DEFAULT_ENDPOINTS = {

@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentab import etalon as etalon_module
-from agentab.credentials import read_api_key
 from agentab.errors import AgentabError, problem
 from agentab.files import write_json, write_jsonl
 from agentab.harnesses import get_harness
@@ -35,9 +34,10 @@ from agentab.harnesses.base import (
 from agentab.layout import run_id
 from agentab.offline_model import serve
 from agentab.offline_model.policy import load_policy
-from agentab.process import CannotStart, ProcessResult, end_stale_twin, run_process
-from agentab.receipts import build_receipt, receipt_summary, stated_usage
-from agentab.recording_proxy import endpoint_for, recording
+from agentab.run.credentials import read_api_key
+from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_process
+from agentab.run.receipts import build_receipt, receipt_summary, stated_usage
+from agentab.run.recording_proxy import endpoint_for, recording
 from agentab.scenario.bricks import place_in_clone
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
