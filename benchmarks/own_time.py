@@ -99,7 +99,7 @@ def time_processes(waits: list[dict], watchers: list) -> None:
 
 def time_judge_calls(waits: list[dict]) -> None:
     """A judge's own work is its model's answer: the calls, not the SDK's import or set-up."""
-    import agentab.validation as validation
+    import agentab.validators.validation as validation
 
     run_validator = validation.run_validator
 

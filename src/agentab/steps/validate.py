@@ -1,4 +1,4 @@
-"""Validate step: one validator on one run (`agentab.validation`).
+"""Validate step: one validator on one run (`agentab.validators.validation`).
 
 `python -m agentab.steps.validate --scenario S --cell SLUG --rep N --validator V --record …
 --transcript … --patch … --out … --audit … --lock … --secret … --work-root … --mirrors-dir …`
@@ -12,8 +12,8 @@ from pathlib import Path
 from agentab.layout import run_id
 from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step
-from agentab.validation import ValidationFiles, validate_run
 from agentab.validators import judge_settings_from_config
+from agentab.validators.validation import ValidationFiles, validate_run
 
 FILE_OPTIONS = {
     "record": "the run's run.json",
