@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from agentab import stats
+from agentab.synthesis import stats
 
 BUDGET_S = 2.0
 FULL_GAPS = 300

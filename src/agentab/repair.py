@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentab.layout import ResultsFolder, RunFolder
-from agentab.results import structure_problem
+from agentab.synthesis.results import structure_problem
 
 
 def _read(path: Path) -> tuple[bool, object]:

@@ -28,13 +28,13 @@ from agentab.validators import CONFIG_KEYS, validator_timeout_s
 
 # The package files that decide the synthesis: editing one reruns only the synthesis.
 SYNTHESIS_CODE = (
-    "results.py",
-    "verdicts.py",
-    "tables.py",
-    "figure.py",
-    "prose.py",
-    "synthesis.py",
-    "stats.py",
+    "synthesis/results.py",
+    "synthesis/verdicts.py",
+    "synthesis/tables.py",
+    "synthesis/figure.py",
+    "synthesis/prose.py",
+    "synthesis/synthesize.py",
+    "synthesis/stats.py",
     "metrics.py",
     "templates/synthesis.md.j2",
 )

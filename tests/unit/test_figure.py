@@ -9,10 +9,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from agentab import figure, stats
-from agentab.figure import figure_svg, nice_ticks
 from agentab.metrics import MEDIAN, RATE
-from agentab.verdicts import Gap
+from agentab.synthesis import figure, stats
+from agentab.synthesis.figure import figure_svg, nice_ticks
+from agentab.synthesis.verdicts import Gap
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agentab import stats
 from agentab.errors import AgentabError
 from agentab.metrics import MEDIAN, RATE
-from agentab.power import Population, repetitions_needed, simulated_power, smallest_repetitions
+from agentab.synthesis import stats
+from agentab.synthesis.power import (
+    Population,
+    repetitions_needed,
+    simulated_power,
+    smallest_repetitions,
+)
 from tests.unit.test_synthesis import write_run, write_scenario
 
 FAST = {"simulations": 100, "draws": 2_000}

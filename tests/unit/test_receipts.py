@@ -10,8 +10,8 @@ import pytest
 
 from agentab.harnesses.base import StreamFacts
 from agentab.harnesses.pi import PiHarness
-from agentab.measures import build_measures
 from agentab.run.receipts import build_receipt
+from agentab.synthesis.measures import build_measures
 
 RULE = "Always run the test suite before you finish."
 

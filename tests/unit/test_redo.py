@@ -11,7 +11,7 @@ from agentab.cli import main
 from agentab.errors import AgentabError
 from agentab.report import build_report
 from agentab.report.redo import normalise_run_id, redo_runs
-from agentab.synthesis import synthesize
+from agentab.synthesis.synthesize import synthesize
 from tests.unit.report_folder import write_results
 
 SYNTHESIS = ("synthesis.md", "cells.csv", "gaps.csv", "measures.csv", "gaps.svg")

@@ -15,7 +15,7 @@ from agentab.errors import AgentabError
 from agentab.report import build_report, list_runs
 from agentab.report.conversation import FOLD_LINES, conversation_from_lines
 from agentab.report.sources import load_frozen_scenario
-from agentab.synthesis import synthesize
+from agentab.synthesis.synthesize import synthesize
 from tests.unit.report_folder import LONG_OUTPUT, write_measures, write_results, write_scenario
 
 

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
-from agentab import stats
 from agentab.metrics import MEDIAN, RATE
+from agentab.synthesis import stats
 
 
 def verdict(kind, cell, reference, tag="t"):

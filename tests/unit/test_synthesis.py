@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentab import stats
 from agentab.errors import AgentabError
-from agentab.results import RunRecord
-from agentab.synthesis import synthesize
-from agentab.tables import MEASURES_COLUMNS, json_text, measures_lines
+from agentab.synthesis import stats
+from agentab.synthesis.results import RunRecord
+from agentab.synthesis.synthesize import synthesize
+from agentab.synthesis.tables import MEASURES_COLUMNS, json_text, measures_lines
 
 FROZEN_SCENARIO = """\
 [scenario]
@@ -362,7 +362,7 @@ def test_the_reading_gives_both_counts_of_an_established_rate(tmp_path):
 
 
 def test_the_number_of_threads_changes_no_byte(tmp_path, monkeypatch):
-    from agentab import verdicts
+    from agentab.synthesis import verdicts
 
     folder = write_clear_effect(tmp_path / "results")
     synthesize(folder)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from agentab.errors import AgentabError, problem
 from agentab.layout import ResultsFolder
-from agentab.results import load_frozen_scenario
+from agentab.synthesis.results import load_frozen_scenario
 from agentab.validators.form import read_form_answers
 from agentab.validators.form_blank import form_validators, write_blank_form
 

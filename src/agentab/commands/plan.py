@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from agentab import stats
 from agentab.metrics import RATE
-from agentab.power import DEFAULT_SIMULATIONS, PowerRow, repetitions_needed
+from agentab.synthesis import stats
+from agentab.synthesis.power import DEFAULT_SIMULATIONS, PowerRow, repetitions_needed
 
 
 def register(subparsers) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from agentab.prose import describe_gap_figures
-from agentab.synthesis import synthesize
-from agentab.verdicts import HOLM_LEVEL, SynthesisResult
+from agentab.synthesis.prose import describe_gap_figures
+from agentab.synthesis.synthesize import synthesize
+from agentab.synthesis.verdicts import HOLM_LEVEL, SynthesisResult
 
 
 def register(subparsers) -> None:

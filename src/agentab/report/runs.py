@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentab.measures import run_id
 from agentab.report.sources import BadFile, RunRecord, read_runs
+from agentab.synthesis.measures import run_id
 
 FAULTS_FILE = "faults.jsonl"
 RUN_STATUSES = ("valid", "invalid", "failed", "fault", "missing", "unreadable")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentab.prose import report_context
-from agentab.results import (
+from agentab.synthesis.prose import report_context
+from agentab.synthesis.results import (
     STATUSES,
     BadFile,
     MissingRun,
@@ -19,8 +19,8 @@ from agentab.results import (
     missing_runs,
     read_runs,
 )
-from agentab.synthesis import output_paths
-from agentab.verdicts import (
+from agentab.synthesis.synthesize import output_paths
+from agentab.synthesis.verdicts import (
     PENDING_NOTE,
     ScoredValues,
     SynthesisResult,

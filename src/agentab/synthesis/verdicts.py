@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from agentab import stats
 from agentab.metrics import DIAGNOSTIC, MEDIAN, RATE, Aggregate, MetricType, aggregate, metric_type
-from agentab.results import BadFile, MissingRun, RunRecord
+from agentab.synthesis import stats
+from agentab.synthesis.results import BadFile, MissingRun, RunRecord
 
 HOLM_LEVEL = 0.05
 # Threads that resample groups; numpy draws without holding the interpreter lock.

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from agentab import stats
 from agentab.errors import AgentabError, problem
 from agentab.layout import ResultsFolder
 from agentab.metrics import MEDIAN, RATE
-from agentab.results import load_frozen_scenario, read_runs
-from agentab.verdicts import ScoredValues, decide_metric_types
+from agentab.synthesis import stats
+from agentab.synthesis.results import load_frozen_scenario, read_runs
+from agentab.synthesis.verdicts import ScoredValues, decide_metric_types
 
 LADDER = (
     2,

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from agentab import stats
 from agentab.metrics import DIAGNOSTIC, RATE, Aggregate
-from agentab.results import STATUSES, RunRecord
-from agentab.verdicts import HOLM_LEVEL, PENDING_NOTE, CellValue, Gap, SynthesisResult
+from agentab.synthesis import stats
+from agentab.synthesis.results import STATUSES, RunRecord
+from agentab.synthesis.verdicts import HOLM_LEVEL, PENDING_NOTE, CellValue, Gap, SynthesisResult
 
 
 def _number(value: float) -> str:

@@ -11,8 +11,8 @@ import math
 import re
 from pathlib import Path
 
-from agentab.results import RunRecord
-from agentab.verdicts import CellValue, Gap, SynthesisResult
+from agentab.synthesis.results import RunRecord
+from agentab.synthesis.verdicts import CellValue, Gap, SynthesisResult
 
 CELLS_COLUMNS = [
     "cell", "metric", "type", "n", "k", "value",

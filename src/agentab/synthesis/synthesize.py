@@ -1,9 +1,9 @@
 """The synthesis: every table, figure and verdict, rebuilt from the per-run files alone.
 
 `synthesize(results_dir)` reads the frozen scenario (cells, reference, metric contract) and every
-run's measures.json (`agentab.results`), computes each cell's values and each gap's verdict
-(`agentab.verdicts`), and writes `cells.csv`, `gaps.csv`, `measures.csv` (`agentab.tables`),
-`gaps.svg` (`agentab.figure`) and `synthesis.md` (`agentab.prose`). It needs no
+run's measures.json (`agentab.synthesis.results`), computes each cell's values and each gap's verdict
+(`agentab.synthesis.verdicts`), and writes `cells.csv`, `gaps.csv`, `measures.csv` (`agentab.synthesis.tables`),
+`gaps.svg` (`agentab.synthesis.figure`) and `synthesis.md` (`agentab.synthesis.prose`). It needs no
 agent, validator, network or workflow engine, so a verdict can be rebuilt at any time. The same
 inputs give the same CSV bytes: nothing here depends on time, on file system order or on the
 order gaps are computed.
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentab.figure import render_figure
 from agentab.layout import SYNTHESIS_FILES, ResultsFolder
-from agentab.prose import render_markdown
-from agentab.results import load_frozen_scenario, missing_runs, read_all_runs
-from agentab.tables import write_gaps_table, write_run_tables
-from agentab.verdicts import (
+from agentab.synthesis.figure import render_figure
+from agentab.synthesis.prose import render_markdown
+from agentab.synthesis.results import load_frozen_scenario, missing_runs, read_all_runs
+from agentab.synthesis.tables import write_gaps_table, write_run_tables
+from agentab.synthesis.verdicts import (
     ScoredValues,
     SynthesisResult,
     compute_cell_values,

@@ -13,10 +13,10 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
-from agentab import stats
 from agentab.metrics import RATE
-from agentab.prose import count_text, describe_gap_figures
-from agentab.verdicts import Gap, SynthesisResult
+from agentab.synthesis import stats
+from agentab.synthesis.prose import count_text, describe_gap_figures
+from agentab.synthesis.verdicts import Gap, SynthesisResult
 
 ESTABLISHED_COLOUR = "#1f4e9c"
 INCONCLUSIVE_COLOUR = "#8a8a8a"
