@@ -9,7 +9,7 @@ with the repository's Snakefile and rules. `snakemake -n -p` gives each job's ow
 the workflow would run it; the benchmark runs the jobs of each run one after the other (agent
 run, each validator, measures) and times them, each run twice:
 - warm, as a local workflow runs it: the commands unchanged, each step handed over to a step
-  server (agentab.step_server) started through `benchmarks/own_time.py --serve`;
+  server (agentab.workflow.step_server) started through `benchmarks/own_time.py --serve`;
 - cold, as on a cluster node: each step in its own process, `python -m <step>` replaced by
   `python benchmarks/own_time.py <file> <step>`.
 Either way own_time.py records how long the agent's or the validator's process (or a judge's
@@ -45,7 +45,7 @@ from pathlib import Path
 import yaml
 from own_time import WARM_OWN_FILE
 
-from agentab.step_server import JUDGE_MODULE, StepServer
+from agentab.workflow.step_server import JUDGE_MODULE, StepServer
 
 REPO = Path(__file__).resolve().parent.parent
 OWN_TIME = Path(__file__).resolve().parent / "own_time.py"
@@ -229,7 +229,7 @@ def run_figures(root: Path, jobs: list[Job], problems: list[str]) -> list[RunTim
 
 def start_warm_server(root: Path) -> tuple[StepServer, float]:
     """The step servers a local workflow starts, timed; and how long until they all serve."""
-    from agentab.workflow import Workflow
+    from agentab.workflow.targets import Workflow
 
     with contextlib.chdir(root):
         config = yaml.safe_load(Path("config/config.yaml").read_text())

@@ -50,7 +50,7 @@ def timed(module: str, own_file: str):
 
 def serve_timed(argv: list[str]) -> None:
     """The workflow's step server, each forked step timed as `main` times a cold one."""
-    import agentab.step_server as server
+    import agentab.workflow.step_server as server
 
     run_step_module = server.run_step_module
 

@@ -7,10 +7,10 @@ import sys
 from snakemake.utils import validate
 
 from agentab.errors import AgentabError
-from agentab.repair import repair_on_start
-from agentab.step_server import start_step_server, stop_step_server
-from agentab.stopping import pass_stop_signals_to_steps
-from agentab.workflow import Workflow, as_param, measured_summary, state_signatures_once
+from agentab.workflow.repair import repair_on_start
+from agentab.workflow.step_server import start_step_server, stop_step_server
+from agentab.workflow.stopping import pass_stop_signals_to_steps
+from agentab.workflow.targets import Workflow, as_param, measured_summary, state_signatures_once
 
 validate(config, schema="../config/config.schema.yaml")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentab.run.process import group_alive
-from agentab.step_client import parent_of
+from agentab.workflow.step_client import parent_of
 from tests.e2e.workflow import (
     ending_what_is_left,
     job_counts,

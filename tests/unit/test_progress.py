@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from agentab.progress import Progress, RunCounter, Snapshot, count, duration, progress_line
+from agentab.workflow.progress import Progress, RunCounter, Snapshot, count, duration, progress_line
 
 
 def snapshot(measured=0, total=40, faults=0, tokens=0, cost=0.0, priced=0, offline=0):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentab import repair as repair_module
 from agentab.layout import ResultsFolder
-from agentab.repair import dry_run_asked, repair_scenario
+from agentab.workflow import repair as repair_module
+from agentab.workflow.repair import dry_run_asked, repair_scenario
 
 RUNS = [("a", "a", 1), ("b", "b", 1)]
 

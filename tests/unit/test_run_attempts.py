@@ -22,7 +22,7 @@ from agentab.run.agent_run import (
     set_aside_earlier_attempt,
 )
 from agentab.scenario import load_scenario
-from agentab.stopping import Stopped
+from agentab.workflow.stopping import Stopped
 
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo" / "scenario.toml"
 

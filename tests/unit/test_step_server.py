@@ -1,6 +1,6 @@
 """The step server: a step handed over runs in a fork of it, exactly as it would have run alone.
 
-Each test starts a real server (`python -m agentab.step_server`) owned by the test process, and
+Each test starts a real server (`python -m agentab.workflow.step_server`) owned by the test process, and
 runs real steps as Snakemake would: `python -m agentab.steps.freeze …` in a child process. A
 FIFO as the scenario makes the freeze step wait, so that a signal finds it in the middle.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from agentab.step_client import descends_from, step_command
-from agentab.step_server import JUDGE_MODULE, StepServer
+from agentab.workflow.step_client import descends_from, step_command
+from agentab.workflow.step_server import JUDGE_MODULE, StepServer
 from tests.processes import is_running, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
@@ -243,4 +243,4 @@ def test_the_process_snakemake_starts_for_a_step_imports_next_to_nothing_before_
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     added = set(ast.literal_eval(done.stdout))
     assert added <= {"__future__", "_socket", "_signal", "_struct", "struct", "agentab",
-                     "agentab.step_client", "agentab.steps"}, added  # fmt: skip
+                     "agentab.workflow", "agentab.workflow.step_client", "agentab.steps"}, added  # fmt: skip

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentab.run.process import group_alive, run_process
-from agentab.stopping import (
+from agentab.workflow.stopping import (
     STOP_SIGNALS,
     Stopped,
     is_agentab_step,

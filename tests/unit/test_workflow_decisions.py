@@ -1,4 +1,4 @@
-"""The workflow's decision layer (`agentab.workflow`): targets, and each rule's own params.
+"""The workflow's decision layer (`agentab.workflow.targets`): targets, and each rule's own params.
 
 A rule reruns when its params change, so each rule must get only its own slice of the
 scenario: these tests pin which edit reaches which params."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentab.errors import AgentabError
-from agentab.workflow import Workflow
+from agentab.workflow.targets import Workflow
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 DEMO = SCENARIOS / "demo" / "scenario.toml"
@@ -72,7 +72,7 @@ def test_the_judge_settings_are_operational_and_taken_from_the_config():
 
 
 SIGNATURES_SNAKEFILE = """
-from agentab.workflow import state_signatures_once
+from agentab.workflow.targets import state_signatures_once
 from snakemake.common import get_function_params
 
 def number(wildcards):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentab.progress import Progress, start_progress
 from agentab.report.builder import INDEX
+from agentab.workflow.progress import Progress, start_progress
 
 # The modules that write the report (not the workflow hooks, not `redo`).
 REPORT_MODULES = ("builder", "conversation", "run_page", "runs", "sources")

@@ -82,7 +82,7 @@ def load_scenario_for_step(path: Path | str, *, check_bricks: bool) -> Scenario:
     """The scenario as a workflow step loads it: the workflow checked the file, its schema and
     its etalon when it built the step's job (`check_schema=False` above).
 
-    In a fork of the step server (agentab.step_server) it is the one the server loaded, as long
+    In a fork of the step server (agentab.workflow.step_server) it is the one the server loaded, as long
     as the file is the same (device, inode, size, modification time): an edited file is loaded
     again."""
     key = _file_identity(Path(path).absolute())

@@ -10,7 +10,7 @@ no logic of its own: it parses its arguments and calls the library (`agentab.ste
 """
 
 # Before anything else is imported: a step of a local workflow runs in a fork of the step
-# server, which has agentab imported already (agentab.step_server). Without one, it runs here.
-from agentab.step_client import hand_over_if_served
+# server, which has agentab imported already (agentab.workflow.step_server). Without one, it runs here.
+from agentab.workflow.step_client import hand_over_if_served
 
 hand_over_if_served()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from agentab.errors import AgentabError
 from agentab.harnesses.base import HarnessFault
-from agentab.step_client import FAULT_EXIT
-from agentab.stopping import Stopped, stop_on_signals
+from agentab.workflow.step_client import FAULT_EXIT
+from agentab.workflow.stopping import Stopped, stop_on_signals
 
 USER_ERROR_EXIT = 2
 

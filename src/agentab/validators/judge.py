@@ -334,7 +334,7 @@ _SAMPLE_REPLY = {
 
 
 def warm_up() -> None:
-    """Called once by the step server (agentab.step_server) before it forks any step: what the
+    """Called once by the step server (agentab.workflow.step_server) before it forks any step: what the
     first request of every judge job would pay otherwise, about 0.2 s on 2 cores. The HTTP
     client, unused until a fork sends its request, and the SDK's parser of a reply, which
     pydantic builds on first use."""

@@ -9,7 +9,7 @@ socket named after the Snakemake process: `agentab-steps-<its pid>`. When a scen
 judge, a second server (`…-judge`) also imports the SDK, and judge steps are forked by it.
 
 `python -m agentab.steps.<step> …` first imports the `agentab.steps` package, which calls
-`agentab.step_client.hand_over_if_served`: the process looks for a server named after one of
+`agentab.workflow.step_client.hand_over_if_served`: the process looks for a server named after one of
 its ancestors. With one, it passes the server its arguments, its working folder and its
 standard streams (the file descriptors themselves), and the server forks a child that runs the
 step exactly as the process would have. The process waits, passes any stop signal on to the
@@ -40,7 +40,7 @@ import traceback
 from dataclasses import dataclass
 
 from agentab.scenario import load_for_steps, load_scenario_for_step
-from agentab.step_client import (
+from agentab.workflow.step_client import (
     HEADER,
     STANDARD_STREAMS,
     STOP_SIGNALS,
@@ -70,10 +70,10 @@ class StepServer:
     ) -> StepServer:
         """Start a server for this process's descendants that first imports the modules in
         `preload` and loads the `scenarios` as steps load them. `command`: what runs `serve`
-        (default `python -m agentab.step_server`)."""
+        (default `python -m agentab.workflow.step_server`)."""
         import subprocess
 
-        command = command or [sys.executable, "-m", "agentab.step_server"]
+        command = command or [sys.executable, "-m", "agentab.workflow.step_server"]
         with open(log_path, "w", encoding="utf-8") as log:
             process = subprocess.Popen(
                 [*command, str(os.getpid()), *preload, *(f"--scenario={s}" for s in scenarios)],
@@ -413,7 +413,7 @@ def exit_status(code) -> int:
 
 
 def main(argv: list[str]) -> None:
-    """`python -m agentab.step_server OWNER MODULE… --scenario=PATH…`"""
+    """`python -m agentab.workflow.step_server OWNER MODULE… --scenario=PATH…`"""
     owner, *rest = argv
     scenarios = [item.removeprefix("--scenario=") for item in rest if item.startswith("--")]
     serve(int(owner), [item for item in rest if not item.startswith("--")], scenarios)

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from agentab.step_client import STEP_MODULE_PREFIX, STOP_SIGNALS, parent_of
+from agentab.workflow.step_client import STEP_MODULE_PREFIX, STOP_SIGNALS, parent_of
 
 
 class Stopped(BaseException):

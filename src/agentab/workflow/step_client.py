@@ -1,4 +1,4 @@
-"""The step's side of warm steps (agentab.step_server): hand the step over, stand in for it.
+"""The step's side of warm steps (agentab.workflow.step_server): hand the step over, stand in for it.
 
 Imported first by every `python -m agentab.steps.<step>`, so it imports next to nothing: the C
 modules `_socket` and `_signal`, not `socket` and `signal` (their enums cost more than the rest
