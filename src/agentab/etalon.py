@@ -16,11 +16,10 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from agentab.errors import AgentabError, problem
 from agentab.files import exclusive_lock
-from agentab.scenario.bricks import exclude_from_git
 
 GIT_IDENTITY = ("agent", "agent@agentab.invalid")
 # Files the workflow engine itself leaves in a clone: never the agent's work.
@@ -66,6 +65,23 @@ def git(*args: str, cwd: Path | None = None, env: dict | None = None, check: boo
             f"git {' '.join(args)} failed: {result.stderr.strip() or result.stdout.strip()}"
         )
     return result.stdout
+
+
+def exclude_from_git(clone: Path, paths: list[str]) -> None:
+    """List paths in `.git/info/exclude`, anchored to the clone's root, each once."""
+    if not paths:
+        return
+    exclude = clone / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    existing = exclude.read_text().splitlines() if exclude.exists() else []
+    lines = [f"/{PurePosixPath(p).as_posix().strip('/')}" for p in paths]
+    new = [line for line in dict.fromkeys(lines) if line not in existing]
+    if new:
+        with exclude.open("a") as handle:
+            if existing and existing[-1] != "":
+                handle.write("\n")
+            handle.write("# placed by agentab: harness files, not the agent's work\n")
+            handle.write("".join(f"{line}\n" for line in new))
 
 
 def is_url(location: str) -> bool:

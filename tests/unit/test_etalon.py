@@ -10,11 +10,11 @@ from agentab.etalon import (
     checkout_with_patch,
     ensure_mirror,
     etalon_problem,
+    exclude_from_git,
     fresh_clone,
     git,
     result_patch,
 )
-from agentab.scenario.bricks import exclude_from_git
 from tests.conftest import make_git_repo
 
 

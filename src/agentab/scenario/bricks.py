@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path, PurePosixPath
 
 from agentab.errors import AgentabError
+from agentab.etalon import exclude_from_git
 
 
 def place_in_clone(clone: Path, files: dict[str, Path]) -> list[str]:
@@ -40,23 +41,6 @@ def already_placed(clone: Path, rel: str) -> bool:
     exclude = clone / ".git" / "info" / "exclude"
     line = f"/{PurePosixPath(rel).as_posix().strip('/')}"
     return exclude.exists() and line in exclude.read_text().splitlines()
-
-
-def exclude_from_git(clone: Path, paths: list[str]) -> None:
-    """List paths in `.git/info/exclude`, anchored to the clone's root, each once."""
-    if not paths:
-        return
-    exclude = clone / ".git" / "info" / "exclude"
-    exclude.parent.mkdir(parents=True, exist_ok=True)
-    existing = exclude.read_text().splitlines() if exclude.exists() else []
-    lines = [f"/{PurePosixPath(p).as_posix().strip('/')}" for p in paths]
-    new = [line for line in dict.fromkeys(lines) if line not in existing]
-    if new:
-        with exclude.open("a") as handle:
-            if existing and existing[-1] != "":
-                handle.write("\n")
-            handle.write("# placed by agentab: harness files, not the agent's work\n")
-            handle.write("".join(f"{line}\n" for line in new))
 
 
 def safe_relative(rel: str) -> Path:
