@@ -40,6 +40,8 @@ else):
   path: Gemini CLI finds skills only by discovery, in the workspace too, so the kind is refused.
 - Thinking: `thinkingConfig` through `modelConfigs.overrides` for the run's model (see
   `thinking_config`).
+
+The stream-json stream is read in `stream.py`.
 """
 
 from __future__ import annotations
@@ -57,10 +59,8 @@ from agentab.harnesses.base import (
     RunSpec,
     StreamFacts,
     is_transient,
-    transcript_call,
-    transcript_message,
-    transcript_result,
 )
+from agentab.harnesses.gemini.stream import gemini_transcript, read_gemini_stream
 from agentab.harnesses.npm import NpmHarness, base_path
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -362,9 +362,8 @@ def copy_folder(source: Path, target: Path, files: dict) -> None:
             files[target / path.relative_to(source)] = path.read_text()
 
 
-# ---------------------------------------------------------------------------- the stream
+# ---------------------------------------------------------------------------- the outcome
 
-API_STATUS = re.compile(r'"code"\s*:\s*(\d{3})|\bstatus[ :]+(\d{3})\b')
 API_ERROR = "[API Error"  # how Gemini CLI opens the message of an error the provider answered
 NETWORK_ERRORS = ("fetch failed", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "socket hang up")
 
@@ -392,116 +391,6 @@ def status_from_exit_code(exit_code: int | None) -> int | None:
         return None
     found = [s for s in (exit_code + 256, exit_code + 512) if 400 <= s <= 599]
     return found[0] if found else None
-
-
-def stream_events(path: Path):
-    for line in path.read_bytes().split(b"\n"):
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict):
-            yield event
-
-
-def read_gemini_stream(path: Path) -> StreamFacts:
-    """Facts of a `gemini -p --output-format stream-json` stream (tokens, no cost)."""
-    facts = StreamFacts()
-    for event in stream_events(path):
-        kind = event.get("type")
-        if kind == "tool_use":
-            name = str(event.get("tool_name", "?"))
-            facts.tool_calls[name] = facts.tool_calls.get(name, 0) + 1
-        elif kind == "result":
-            read_result(event, facts)
-        elif kind == "error":
-            facts.errors.append(str(event.get("message", "error")))
-    turns = [line for line in gemini_transcript(path) if line.get("role") == "assistant"]
-    facts.turns = len(turns)
-    texts = [turn["text"] for turn in turns if turn["text"]]
-    facts.final_message = texts[-1] if texts else ""
-    return facts
-
-
-def read_result(event: dict, facts: StreamFacts) -> None:
-    facts.settled = True
-    facts.stop_reason = str(event.get("status", ""))
-    stats = event.get("stats") or {}
-    cached = int(stats.get("cached") or 0)
-    facts.tokens["input"] += int(stats.get("input", int(stats.get("input_tokens") or 0) - cached))
-    facts.tokens["output"] += int(stats.get("output_tokens") or 0)
-    facts.tokens["cache_read"] += cached
-    error = event.get("error")
-    if facts.stop_reason == "error" or error:
-        message = str((error or {}).get("message", "error")) if isinstance(error, dict) else ""
-        facts.errors.append(message or "error")
-        facts.error_status = http_status(message)
-
-
-def http_status(message: str) -> int | None:
-    found = API_STATUS.search(message)
-    return int(found.group(1) or found.group(2)) if found else None
-
-
-TOOL_KINDS = {
-    "read_file": "read",
-    "replace": "edit",
-    "write_file": "write",
-    "run_shell_command": "run",
-}
-
-
-def gemini_transcript(path: Path) -> list[dict]:
-    """The conversation of a stream-json stream. Gemini CLI streams an assistant message as text
-    deltas and its function calls as `tool_use` events; one model response is everything the
-    assistant says between two batches of tool results."""
-    lines: list[dict] = []
-    turn: dict | None = None
-    for event in stream_events(path):
-        kind = event.get("type")
-        if kind == "message" and event.get("role") == "user":
-            turn = None
-            lines.append(transcript_message("user", str(event.get("content", ""))))
-        elif kind == "message" and event.get("role") == "assistant":
-            turn = turn or open_turn(lines)
-            turn["text"] += str(event.get("content", ""))
-        elif kind == "tool_use":
-            turn = turn or open_turn(lines)
-            turn["tool_calls"].append(tool_call(event))
-        elif kind == "tool_result":
-            turn = None
-            lines.append(tool_result(event, lines))
-    return lines
-
-
-def open_turn(lines: list[dict]) -> dict:
-    turn = transcript_message("assistant", "")
-    lines.append(turn)
-    return turn
-
-
-def tool_call(event: dict) -> dict:
-    name = str(event.get("tool_name", ""))
-    arguments = event.get("parameters") or {}
-    kind = TOOL_KINDS.get(name, "other")
-    command = arguments.get("command") if kind == "run" else None
-    return transcript_call(str(event.get("tool_id", "")), name, kind, arguments, command)
-
-
-def tool_result(event: dict, lines: list[dict]) -> dict:
-    call_id = str(event.get("tool_id", ""))
-    names = {
-        call["id"]: call["tool"]
-        for line in lines
-        if line.get("type") == "message"
-        for call in line["tool_calls"]
-    }
-    output = event.get("output")
-    if output is None and isinstance(event.get("error"), dict):
-        output = event["error"].get("message", "")
-    return transcript_result(
-        call_id, names.get(call_id, ""), str(output or ""), event.get("status") != "success"
-    )
 
 
 HARNESS = GeminiHarness
