@@ -1,0 +1,95 @@
+"""The house: a package per concept, small modules, and imports that only go down.
+
+docs/internals.md draws the same layers; this test keeps the drawing true.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "agentab"
+
+# Lowest first. A module may import from its own room, or from a room of a lower layer.
+LAYERS = [
+    {"errors", "files", "layout", "metrics", "rendering"},
+    {"etalon", "harnesses", "offline_model"},
+    {"scenario"},
+    {"run"},
+    {"validators"},
+    {"synthesis"},
+    {"workflow"},
+    {"report"},
+    {"commands"},
+    {"cli"},
+    {"steps"},
+]
+MAX_LINES = 500
+MAX_TOP_MODULES = 8
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def room(path: Path) -> str:
+    first = path.relative_to(PACKAGE).parts[0]
+    return first.removesuffix(".py")
+
+
+def layer(name: str) -> int:
+    for index, rooms in enumerate(LAYERS):
+        if name in rooms:
+            return index
+    raise AssertionError(f"{name} is in no layer of tests/unit/test_house.py: add it")
+
+
+def imported_rooms(path: Path) -> set[str]:
+    """The rooms of agentab a module imports, at any depth of its code (late imports too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            parts = node.module.split(".")
+            if parts[0] == "agentab":
+                if len(parts) > 1:
+                    found.add(parts[1])
+                else:
+                    found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "agentab" and len(parts) > 1:
+                    found.add(parts[1])
+    return found
+
+
+def test_every_module_is_at_most_500_lines():
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in modules()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, long
+
+
+def test_few_modules_stay_at_the_top_of_the_package():
+    top = [p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py"]
+    assert len(top) <= MAX_TOP_MODULES, sorted(top)
+
+
+def test_imports_only_go_to_the_same_room_or_a_lower_layer():
+    upward = []
+    for path in modules():
+        here = room(path)
+        for there in imported_rooms(path) - {here}:
+            if layer(there) >= layer(here):
+                upward.append(f"{path.relative_to(PACKAGE)} imports agentab.{there}")
+    assert not upward, "\n".join(upward)
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path):
+    # The check above must be able to fail: a scenario module that imports the synthesis would.
+    module = tmp_path / "probe.py"
+    module.write_text("def late():\n    from agentab.synthesis import stats\n")
+    assert "synthesis" in imported_rooms(module)
+    assert layer("synthesis") > layer("scenario")
