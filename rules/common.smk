@@ -10,7 +10,12 @@ from agentab.errors import AgentabError
 from agentab.workflow.repair import repair_on_start
 from agentab.workflow.step_server import start_step_server, stop_step_server
 from agentab.workflow.stopping import pass_stop_signals_to_steps
-from agentab.workflow.targets import Workflow, as_param, measured_summary, state_signatures_once
+from agentab.workflow.targets import (
+    Workflow,
+    as_param,
+    measured_summary,
+    state_signatures_once,
+)
 
 validate(config, schema="../config/config.schema.yaml")
 
@@ -31,6 +36,8 @@ WORK = str(LAYOUT.work)
 CREDENTIALS = WORKFLOW.credentials_argument()
 # Where real providers are reached (their recording proxy forwards there): operational too.
 ENDPOINTS = WORKFLOW.provider_endpoints_argument()
+# Whether the agent and validator scripts run in a sandbox: nothing at all by default.
+CONFINEMENT = WORKFLOW.confinement_argument()
 # How judges reach their model (key file, endpoint, patience): operational, so it is not a
 # param: moving the key file must not rerun every judge.
 JUDGE_SETTINGS = as_param(WORKFLOW.judge_settings())

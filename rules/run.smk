@@ -41,5 +41,5 @@ rule run_agent:
         "--receipt {output.receipt:q} "
         "--agent-stderr {params.stderr:q} --lock {params.lock:q} "
         "--earlier-attempts {params.earlier:q} --faults {params.faults:q} "
-        "--harnesses-dir {HARNESSES:q} --mirrors-dir {MIRRORS:q} {CREDENTIALS} {ENDPOINTS} "
+        "--harnesses-dir {HARNESSES:q} --mirrors-dir {MIRRORS:q} {CREDENTIALS} {ENDPOINTS}{CONFINEMENT} "
         "> {log:q} 2>&1"

@@ -29,5 +29,5 @@ rule validate_run:
         "--rep {params.rep} --validator {wildcards.validator:q} --record {input.record:q} "
         "--transcript {input.transcript:q} --patch {input.patch:q} --out {output:q} "
         "--audit {params.audit:q} --lock {params.lock:q} --secret {params.secret:q} "
-        "--work-root {WORK:q} --mirrors-dir {MIRRORS:q} --settings {JUDGE_SETTINGS:q} "
+        "--work-root {WORK:q} --mirrors-dir {MIRRORS:q} --settings {JUDGE_SETTINGS:q}{CONFINEMENT} "
         "> {log:q} 2>&1"

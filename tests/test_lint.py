@@ -23,6 +23,9 @@ ALLOWED_LINTS = {
     "Shell command directly uses variable CREDENTIALS from outside of the rule",
     # Where a real provider is reached: a gateway or a local stand-in measures the same model.
     "Shell command directly uses variable ENDPOINTS from outside of the rule",
+    # Whether the agent and validators run in a sandbox: how a run is made safe, not what it
+    # measures (run.json records it).
+    "Shell command directly uses variable CONFINEMENT from outside of the rule",
     # How judges reach their API; moving the key file must not rerun every judge.
     "Shell command directly uses variable JUDGE_SETTINGS from outside of the rule",
 }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from agentab.scenario import ValidatorSpec
@@ -13,7 +12,7 @@ from agentab.validators.script import parse_script_output, run_script
 
 def job(tmp_path: Path, body: str, timeout: str = "10s") -> ValidatorJob:
     script = tmp_path / "v.py"
-    script.write_text(f"#!{sys.executable}\n{body}")
+    script.write_text(f"#!/usr/bin/env python3\n{body}")
     script.chmod(0o755)
     context = tmp_path / "context.json"
     context.write_text(json.dumps({"workdir": str(tmp_path), "changed_files": ["a.py"]}))

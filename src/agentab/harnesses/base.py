@@ -231,3 +231,7 @@ class Harness(ABC):
 
     @abstractmethod
     def classify(self, facts: StreamFacts, exit_code: int | None, timed_out: bool) -> Outcome: ...
+
+    def confined_at(self, clone: Path) -> None:  # noqa: B027 - a hook most adapters leave
+        """The prepared run's clone is seen by the harness at `clone` (its sandbox's path), not
+        at `RunSpec.clone`: an adapter that reads paths out of its stream takes note."""

@@ -34,10 +34,13 @@ from agentab.harnesses.base import (
 from agentab.layout import run_id
 from agentab.offline_model import serve
 from agentab.offline_model.policy import load_policy
+from agentab.run.confinement import BWRAP, NONE, View, confinement_record
 from agentab.run.credentials import read_api_key
 from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_process
 from agentab.run.receipts import build_receipt, receipt_summary, stated_usage
 from agentab.run.recording_proxy import endpoint_for, recording
+from agentab.run.sandbox import ENDPOINT_URL, Sandbox
+from agentab.run.views import agent_view
 from agentab.scenario.bricks import place_in_clone
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
@@ -142,24 +145,36 @@ def run_agent(
     files: RunFiles,
     model_server,
     clone_folder: Path | None = None,
+    confinement: str = BWRAP,
 ) -> AgentRun:
     """Run the agent once in spec.clone, every request it makes to its model recorded on the
     way by `model_server` (the offline model, or the recording proxy to a provider). Raises
     HarnessFault when the harness could not.
 
     `clone_folder` (the folder made for the clone, if agentab made one) is removed with the
-    agent if a later attempt finds it stale."""
+    agent if a later attempt finds it stale. Confined (`confinement`, config/config.yaml), the
+    agent sees `agent_view` and reaches its model at the sandbox's one endpoint."""
     files.folder.mkdir(parents=True, exist_ok=True)
     folders = [spec.scratch, *([clone_folder] if clone_folder else [])]
     with model_server as base_url:
-        spec = replace(spec, model_base_url=base_url)
-        return _run_prepared(harness, installation, spec, files, folders)
+        if confinement == NONE:
+            spec = replace(spec, model_base_url=base_url)
+            return _run_prepared(harness, installation, spec, files, folders, None)
+        view = agent_view(spec.clone, spec.scratch, installation, spec.bricks)
+        spec = replace(spec, model_base_url=ENDPOINT_URL)
+        sandbox = Sandbox(view, endpoint=base_url)
+        return _run_prepared(harness, installation, spec, files, folders, sandbox)
 
 
-def _run_prepared(harness, installation, spec: RunSpec, files: RunFiles, folders) -> AgentRun:
+def _run_prepared(
+    harness, installation, spec: RunSpec, files: RunFiles, folders, sandbox: Sandbox | None
+) -> AgentRun:
     if spec.scratch.exists():
         shutil.rmtree(spec.scratch)  # a retry never inherits a used config dir or HOME
     invocation = harness.prepare(spec, installation)
+    if sandbox is not None:
+        invocation = seen_from_inside(invocation, sandbox.view)
+        harness.confined_at(Path(sandbox.view.cwd))
     for path, text in invocation.files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -175,6 +190,7 @@ def _run_prepared(harness, installation, spec: RunSpec, files: RunFiles, folders
             timeout_s=spec.timeout_s,
             lock_path=files.lock,
             folders=folders,
+            sandbox=sandbox,
         )
     except CannotStart as error:
         raise HarnessFault(str(error)) from None
@@ -183,6 +199,19 @@ def _run_prepared(harness, installation, spec: RunSpec, files: RunFiles, folders
     write_jsonl(harness.transcript(files.stream), files.transcript)
     outcome = harness.classify(facts, process.exit_code, process.timed_out)
     return AgentRun(invocation, process, facts, outcome, started)
+
+
+def seen_from_inside(invocation: Invocation, view: View) -> Invocation:
+    """The invocation a harness prepared with the host's paths, as the sandbox shows them: its
+    command line, environment, cwd and the text of the files it writes (config files name the
+    clone, the scratch, the bricks). The files are still written at their host paths."""
+    return replace(
+        invocation,
+        argv=[view.inside(arg) for arg in invocation.argv],
+        env={name: view.inside(value) for name, value in invocation.env.items()},
+        cwd=Path(view.inside(str(invocation.cwd))),
+        files={path: view.inside(text) for path, text in invocation.files.items()},
+    )
 
 
 def refuse_a_rejected_key(facts: StreamFacts, provider: str) -> None:
@@ -216,7 +245,9 @@ def record_fault(faults: Path, fault: HarnessFault) -> None:
         log.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
-def run_record(scenario, cell, rep: int, harness: Harness, sha: str, run: AgentRun, seed) -> dict:
+def run_record(
+    scenario, cell, rep: int, harness: Harness, sha: str, run: AgentRun, seed, confinement: str
+) -> dict:
     agent = cell.agent
     offline = agent.provider == "offline"
     return {
@@ -234,6 +265,7 @@ def run_record(scenario, cell, rep: int, harness: Harness, sha: str, run: AgentR
         "timeout_s": agent.timeout_s,
         "argv": run.invocation.argv,
         "env": run.invocation.env_for_record(),
+        "confinement": confinement_record(confinement),
         "etalon": {"repo": scenario.etalon.repo, "tag": scenario.etalon.tag, "sha": sha},
         "bricks": [
             {
@@ -265,6 +297,7 @@ def perform_run(
     credentials: Path | None = None,
     clone: Path | None = None,
     provider_endpoints: dict[str, str] | None = None,
+    confinement: str = BWRAP,
 ) -> dict:
     """Run the agent for one cell and repetition; write the run's files, run.json last.
 
@@ -296,8 +329,10 @@ def perform_run(
         clone=clone,
         # One scratch per attempt: a stale attempt's folders are removed by their own names
         # (by their owner, or by the next attempt, from the lock), never the agent dir or HOME
-        # of the attempt after it.
-        scratch=files.folder / f".scratch-{os.getpid()}",
+        # of the attempt after it. Beside the clone, under the attempt's random name: a sandbox
+        # shows the source of every folder it binds (/proc/self/mountinfo), and the run's
+        # folder is named by its cell.
+        scratch=own_folder / "agent" if own_folder else files.folder / f".scratch-{os.getpid()}",
         prompt=cell.prompt,
         provider=cell.agent.provider,
         model=cell.agent.model,
@@ -326,7 +361,9 @@ def perform_run(
         model_server = recording(endpoint, attempt_log, spec.timeout_s + 60)
     try:
         attempt_files = replace(files, model_requests=attempt_log)
-        run = run_agent(harness, installation, spec, attempt_files, model_server, own_folder)
+        run = run_agent(
+            harness, installation, spec, attempt_files, model_server, own_folder, confinement
+        )
         # Against the SHA recorded at clone time: the agent may move or delete the tag.
         files.patch.write_bytes(etalon_module.result_patch(clone, sha))
     except HarnessFault as fault:
@@ -341,7 +378,7 @@ def perform_run(
     fill_unreported_usage(run.facts, files.model_requests)
     receipt = build_receipt(cell, spec.model, harness, run.facts, files.model_requests, clone)
     write_json(receipt, files.receipt)
-    record = run_record(scenario, cell, rep, harness, sha, run, seed)
+    record = run_record(scenario, cell, rep, harness, sha, run, seed, confinement)
     record["receipt"] = receipt_summary(receipt)
     write_json(record, files.record)  # last: its presence means the run has an outcome
     return record

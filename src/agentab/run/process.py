@@ -48,14 +48,19 @@ def run_process(
     timeout_s: float,
     lock_path: Path,
     folders: Sequence[Path] = (),
+    sandbox=None,
 ) -> ProcessResult:
     """Run a program to its end or to the timeout; its whole process group never outlives it.
 
     `folders` are the attempt's own (its scratch, its clone), removed with it if it is found
-    stale. Raises CannotStart when the program cannot be started at all.
+    stale. `sandbox` (a `run.sandbox.Sandbox`) confines it: `argv`, `env` and `cwd` are then
+    what the program sees inside. Raises CannotStart when the program cannot be started at all.
     """
     end_stale_twin(lock_path)
     started = time.monotonic()
+    pass_fds: tuple[int, ...] = ()
+    if sandbox is not None:
+        argv, env, cwd, pass_fds = sandbox.command(argv, env), {}, Path("/"), sandbox.pass_fds
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
         try:
             process = subprocess.Popen(
@@ -66,21 +71,31 @@ def run_process(
                 stdout=stdout,
                 stderr=stderr,
                 start_new_session=True,
+                pass_fds=pass_fds,
             )
         except OSError as error:
+            if sandbox is not None:
+                sandbox.close()
             raise CannotStart(f"cannot start {argv[0]}: {error}") from None
         pgid = process.pid  # a new session: the leader's pid is the group id
         write_lock(lock_path, pgid, folders)
         try:
+            if sandbox is not None:
+                sandbox.started(process.pid)
             exit_code = wait_exactly(process, timeout_s)
             timed_out = False
         except subprocess.TimeoutExpired:
             timed_out = True
             exit_code = None
+        except OSError as error:  # the sandbox could not be set up around it
+            raise CannotStart(str(error)) from None
         finally:
             # Tools may leave background children even after a normal exit; none may outlive it.
+            # A sandbox's own (setsid, nohup) end with it: its pid namespace dies with bwrap.
             end_process_group(pgid, process)
             release_lock(lock_path, pgid)
+            if sandbox is not None:
+                sandbox.close()
     return ProcessResult(exit_code, timed_out, time.monotonic() - started)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agentab.layout import RunFolder, run_id
 from agentab.run.agent_run import RunFiles, perform_run
+from agentab.run.confinement import BWRAP, MODES, require_sandbox
 from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step
 
@@ -41,6 +42,12 @@ def build(parser) -> None:
     parser.add_argument("--harnesses-dir", type=Path, required=True, help="pinned installs")
     parser.add_argument("--mirrors-dir", type=Path, required=True, help="local etalon mirrors")
     parser.add_argument("--credentials", type=Path, help="TOML file with provider API keys")
+    parser.add_argument(
+        "--confinement",
+        choices=MODES,
+        default=BWRAP,
+        help="bwrap (default): the agent runs in a sandbox; none: unconfined (config/config.yaml)",
+    )
     parser.add_argument(
         "--provider-endpoint",
         action="append",
@@ -73,6 +80,7 @@ def provider_endpoints(given: list[str]) -> dict[str, str]:
 
 
 def act(args) -> int:
+    require_sandbox(args.confinement)
     scenario = load_scenario_for_step(args.scenario, check_bricks=True)
     cell = scenario.cell(args.cell)
     record = perform_run(
@@ -86,6 +94,7 @@ def act(args) -> int:
         mirrors_dir=args.mirrors_dir,
         credentials=args.credentials,
         provider_endpoints=provider_endpoints(args.provider_endpoint),
+        confinement=args.confinement,
     )
     outcome = record["outcome"]
     reason = f" ({outcome['reason']})" if outcome["reason"] else ""

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from agentab.layout import run_id
+from agentab.run.confinement import BWRAP, MODES, require_sandbox
 from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step
 from agentab.validators import judge_settings_from_config
@@ -34,11 +35,19 @@ def build(parser) -> None:
     parser.add_argument("--work-root", type=Path, required=True, help="private folders live here")
     parser.add_argument("--mirrors-dir", type=Path, required=True)
     parser.add_argument("--settings", default="{}", help="judge settings from the config, as JSON")
+    parser.add_argument(
+        "--confinement",
+        choices=MODES,
+        default=BWRAP,
+        help="bwrap (default): a script runs in a sandbox; none: unconfined (config/config.yaml)",
+    )
 
 
 def act(args) -> int:
     scenario = load_scenario_for_step(args.scenario, check_bricks=False)
     spec = scenario.validators[args.validator]
+    if spec.mode == "script":
+        require_sandbox(args.confinement)
     files = ValidationFiles(
         record=args.record,
         transcript=args.transcript,
@@ -57,6 +66,7 @@ def act(args) -> int:
         work_root=args.work_root,
         mirrors_dir=args.mirrors_dir,
         settings=settings,
+        confinement=args.confinement,
     )
     print(f"{spec.name}: {'scored' if output['ok'] else 'invalid: ' + str(output['problem'])}")
     return 0

@@ -94,6 +94,7 @@ class ValidatorJob:
     settings: JudgeSettings = field(default_factory=JudgeSettings)
     lock_path: Path | None = None  # holds the validator's process group while it runs
     scratch_dir: Path | None = None  # this attempt's own folder: removed with a stale twin
+    confinement: str = "bwrap"  # a script runs in a sandbox (run.confinement), unless "none"
 
     @property
     def name(self) -> str:
@@ -148,6 +149,7 @@ def prepare_job(
     checkout: Checkout,
     settings: JudgeSettings | None = None,
     lock_path: Path | None = None,
+    confinement: str = "bwrap",
 ) -> ValidatorJob:
     """Give one validator its own folder: a checkout, its own copies of the run's files, and
     the context file pointing at them.
@@ -187,4 +189,5 @@ def prepare_job(
         settings=settings or JudgeSettings(),
         lock_path=lock_path or scratch_dir / "validator.lock",
         scratch_dir=scratch_dir,
+        confinement=confinement,
     )

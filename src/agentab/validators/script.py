@@ -8,10 +8,12 @@ reason recorded. It is never a crash of the workflow and never a failing grade.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
+from agentab.run.confinement import NONE, View
 from agentab.run.process import CannotStart, run_process
+from agentab.run.sandbox import Sandbox
+from agentab.run.views import validator_view
 from agentab.validators import ValidatorJob, invalid_output, validator_output, validator_timeout_s
 
 SHOWN_OUTPUT_CHARS = 300
@@ -21,13 +23,18 @@ KEPT_OUTPUT_BYTES = 256 * 1024
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 
 
+def script_home(job: ValidatorJob) -> Path:
+    return job.workdir.parent / "home"
+
+
 def script_env(job: ValidatorJob) -> dict[str, str]:
-    """A constructed environment: the caller's shell leaks nothing into a validator."""
-    home = job.workdir.parent / "home"
+    """A constructed environment: the caller's shell leaks nothing into a validator, and its
+    PATH holds the system's tools only: never agentab's own interpreter or virtualenv, whose
+    packages (a copy of the project measured, say) are not the run's."""
+    home = script_home(job)
     home.mkdir(parents=True, exist_ok=True)
-    python_bin = str(Path(sys.executable).parent)
     return {
-        "PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin",
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": str(home),
         "TMPDIR": str(home),
         "LC_ALL": "C.UTF-8",
@@ -43,6 +50,24 @@ def script_argv(job: ValidatorJob) -> list[str]:
     return [*run, str(job.context_path)]
 
 
+def script_view(job: ValidatorJob) -> View:
+    """What the script sees: its checkout and HOME, its own folder, its inputs; nothing else."""
+    first = job.scenario_dir / job.spec.options["run"][0]
+    return validator_view(
+        checkout=job.workdir,
+        home=script_home(job),
+        script_folder=first.parent if first.exists() else None,
+        inputs=job.context_path.parent,
+        network=bool(job.spec.options.get("network", False)),
+    )
+
+
+def seen_from_inside(context_path: Path, view: View) -> None:
+    """The context file names its files as the script sees them."""
+    text = context_path.read_text(encoding="utf-8")
+    context_path.write_text(view.inside(text), encoding="utf-8")
+
+
 def run_script(job: ValidatorJob) -> dict:
     try:
         return _run_script(job)
@@ -53,19 +78,26 @@ def run_script(job: ValidatorJob) -> dict:
 def _run_script(job: ValidatorJob) -> dict:
     name = job.spec.name
     timeout = validator_timeout_s(job.spec)
-    argv = script_argv(job)
+    argv, env, cwd, sandbox = script_argv(job), script_env(job), job.workdir, None
+    if job.confinement != NONE:
+        view = script_view(job)
+        seen_from_inside(job.context_path, view)
+        argv = [view.inside(arg) for arg in argv]
+        env = {key: view.inside(value) for key, value in env.items()}
+        cwd, sandbox = Path(view.cwd), Sandbox(view)
     stdout_path = job.audit_dir / "stdout.txt"
     stderr_path = job.audit_dir / "stderr.txt"
     try:
         result = run_process(
             argv,
-            env=script_env(job),
-            cwd=job.workdir,
+            env=env,
+            cwd=cwd,
             stdout_path=stdout_path,
             stderr_path=stderr_path,
             timeout_s=timeout,
             lock_path=job.lock_path or job.audit_dir / "validator.lock",
             folders=[job.scratch_dir] if job.scratch_dir else [],
+            sandbox=sandbox,
         )
     except CannotStart as error:
         return invalid_output(name, "script", str(error))

@@ -56,6 +56,7 @@ def validate_run(
     work_root: Path,
     mirrors_dir: Path,
     settings: JudgeSettings,
+    confinement: str = "bwrap",
 ) -> dict:
     """Score one run with one validator; write its output (ok, or invalid with the reason)."""
     # A validator left running by a killed workflow is ended before this attempt starts.
@@ -83,6 +84,7 @@ def validate_run(
             ),
             settings=settings,
             lock_path=files.lock,
+            confinement=confinement,
         )
         output = run_validator(job)
     finally:

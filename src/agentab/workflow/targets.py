@@ -22,6 +22,7 @@ import agentab
 from agentab.errors import AgentabError, problem
 from agentab.harnesses import module_name
 from agentab.layout import Layout, rep_folder
+from agentab.run.confinement import BWRAP, require_sandbox
 from agentab.run.recording_proxy import endpoint_for
 from agentab.scenario import Scenario, content_sha256, load_scenario
 from agentab.validators import CONFIG_KEYS, validator_timeout_s
@@ -73,6 +74,7 @@ class Workflow:
             scenarios[scenario.name] = scenario
             scenario_paths[scenario.name] = str(path)
         check_provider_endpoints(scenarios.values(), config.get("provider_endpoints") or {})
+        require_sandbox(config.get("confinement") or BWRAP, config_file)
         state = Path(config["state"])
         layout = Layout(
             results_root=Path(config["results"]),
@@ -209,6 +211,12 @@ class Workflow:
             f"--provider-endpoint {shlex.quote(f'{provider}={url}')}"
             for provider, url in sorted(endpoints.items())
         )
+
+    def confinement_argument(self) -> str:
+        """` --confinement none` for the run and validate steps when the config says so, else
+        nothing: the default leaves a step's command, its code trigger, as it was."""
+        mode = self.config.get("confinement") or BWRAP
+        return "" if mode == BWRAP else f" --confinement {mode}"
 
     def judge_settings(self) -> dict:
         """The config keys judges read, as the config gives them."""

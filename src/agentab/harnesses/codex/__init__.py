@@ -161,6 +161,9 @@ class CodexHarness(NpmHarness):
     def read_stream(self, path: Path) -> StreamFacts:
         return read_codex_stream(Path(path))
 
+    def confined_at(self, clone: Path) -> None:
+        self.clone = clone  # the stream names the clone where the sandbox shows it
+
     def transcript(self, path: Path) -> list[dict]:
         return codex_transcript(Path(path), self.clone)
 

@@ -1,0 +1,50 @@
+"""What each confined process sees: the agent, a validator script.
+
+Every path inside is neutral and the same for every run and every cell: nothing a confined
+process is handed or can find names its cell, its repetition or the project's folders.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+from agentab.run.confinement import View
+
+WORKSPACE = "/workspace"  # the agent's clone, or a validator's checkout: read-write, its cwd
+AGENT = "/agent"  # the agent's scratch: its harness's config dir, HOME and TMPDIR
+HARNESS = "/opt/harness"  # the pinned harness install, read-only
+NODE = "/opt/node"  # Node.js from PyPI, read-only
+BRICKS = "/opt/bricks"  # the cell's bricks, read-only, at their paths as written
+VALIDATOR = "/opt/validator"  # a validator script's folder, read-only
+INPUTS = "/inputs"  # a validator's context file, transcript and patch, read-only
+HOME = "/home/validator"  # a validator's HOME and TMPDIR
+
+
+def agent_view(clone: Path, scratch: Path, installation, bricks) -> View:
+    """The agent: its clone and scratch writable, its harness, Node.js and bricks read-only."""
+    read_only = {Path(installation.root): HARNESS}
+    if installation.node is not None:
+        read_only[Path(installation.node).parent] = NODE
+    for brick in bricks:
+        read_only[Path(brick.path)] = str(PurePosixPath(BRICKS) / brick.rel)
+    return View(
+        read_only=read_only,
+        writable={Path(clone): WORKSPACE, Path(scratch): AGENT},
+        cwd=WORKSPACE,
+    )
+
+
+def validator_view(
+    checkout: Path, home: Path, script_folder: Path | None, inputs: Path, network: bool
+) -> View:
+    """A validator script: its checkout and HOME writable; its own folder and its inputs (the
+    folder of its context file, transcript and patch) read-only."""
+    read_only = {Path(inputs): INPUTS}
+    if script_folder is not None:
+        read_only[Path(script_folder)] = VALIDATOR
+    return View(
+        read_only=read_only,
+        writable={Path(checkout): WORKSPACE, Path(home): HOME},
+        cwd=WORKSPACE,
+        network=network,
+    )

@@ -1,0 +1,188 @@
+"""The sandbox itself, with the real bwrap: what a confined process can see, reach and leave
+behind (DESIGN §11). The adversarial agent and validator run through the workflow in
+tests/e2e/test_confinement.py."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import subprocess
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from agentab.errors import AgentabError
+from agentab.run.confinement import View, require_sandbox, sandbox_problem
+from agentab.run.process import run_process
+from agentab.run.sandbox import ENDPOINT_URL, Sandbox
+
+ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
+
+
+def confined(tmp_path: Path, script: str, view: View | None = None, endpoint=None, timeout=30):
+    """Run `sh -c script` in a sandbox; its stdout, stderr and result."""
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    result = run_process(
+        ["/bin/sh", "-c", script],
+        env=ENV,
+        cwd=Path("/"),
+        stdout_path=out,
+        stderr_path=err,
+        timeout_s=timeout,
+        lock_path=tmp_path / "lock",
+        sandbox=Sandbox(view or View(), endpoint=endpoint),
+    )
+    return out.read_text(), err.read_text(), result
+
+
+def test_a_sandbox_can_start_on_this_machine():
+    assert sandbox_problem() is None
+    require_sandbox("bwrap")
+    require_sandbox("none")
+    with pytest.raises(AgentabError, match="confinement"):
+        require_sandbox("docker")
+
+
+def test_it_sees_only_what_its_view_declares(tmp_path):
+    secret = tmp_path / "cell-zqsecret" / "clone"
+    secret.mkdir(parents=True)
+    (secret / "file.txt").write_text("mine")
+    hidden = tmp_path / "results.txt"
+    hidden.write_text("not yours")
+    view = View(writable={secret: "/workspace"}, cwd="/workspace")
+    out, err, result = confined(
+        tmp_path,
+        f"cat file.txt; echo; pwd; cat {hidden} 2>&1; echo new > made.txt; ls /opt /home 2>&1; env",
+        view,
+    )
+    assert result.exit_code == 0, err
+    lines = out.splitlines()
+    assert lines[:2] == ["mine", "/workspace"]
+    assert "No such file" in out  # the host's file is not there
+    assert (secret / "made.txt").read_text() == "new\n"  # its own folder is writable
+    names = {line.split("=", 1)[0] for line in lines if "=" in line}
+    assert names <= {*ENV, "PWD", "SHLVL", "_"} and set(ENV) <= names  # what it was given
+
+
+def test_its_system_is_read_only_even_for_root(tmp_path):
+    marker = f"/usr/zq-{uuid.uuid4().hex}"
+    out, err, _ = confined(
+        tmp_path,
+        f"mount -o remount,rw /usr 2>&1; touch {marker} 2>&1; touch /etc/zq 2>&1; echo done",
+    )
+    assert not Path(marker).exists() and not Path("/etc/zq").exists()
+    assert "Read-only file system" in out
+
+
+def test_it_sees_no_process_but_its_own_and_no_host_path(tmp_path):
+    named = tmp_path / "runs" / "cell-zqsecret" / "r01"
+    named.mkdir(parents=True)
+    view = View(read_only={named: "/inputs"})
+    out, err, result = confined(
+        tmp_path,
+        "ls /proc | grep -E '^[0-9]+$' | wc -l; cat /proc/1/cmdline | tr '\\0' ' '; echo; "
+        "cat /proc/1/environ | wc -c",
+        view,
+    )
+    assert result.exit_code == 0, err
+    count, cmdline, environ = out.splitlines()
+    assert int(count) <= 5  # bwrap's reaper, sh, and the commands of this pipeline
+    assert "zqsecret" not in cmdline and str(tmp_path) not in cmdline
+    assert int(environ) == 0  # bwrap itself was started with nothing of the caller's
+
+
+def test_nothing_it_started_outlives_it(tmp_path):
+    mark = f"zqsurvivor{uuid.uuid4().hex[:8]}"
+    script = (
+        f"setsid sh -c 'sleep 60; : {mark}' & nohup sh -c 'sleep 60; : {mark}' >/dev/null 2>&1 & "
+        f"sh -c '(sleep 60; : {mark}) &'; sh -c 'sleep 60; : {mark}' & echo started"
+    )
+    try:
+        out, err, result = confined(tmp_path, script)
+        assert out.strip() == "started", err
+        left = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True)
+        assert left.stdout == ""
+    finally:
+        subprocess.run(["pkill", "-f", mark], check=False)
+
+
+def test_unconfined_the_same_processes_survive(tmp_path):
+    # The control for the test above: without a sandbox, a new session escapes the group kill.
+    mark = f"zqsurvivor{uuid.uuid4().hex[:8]}"
+    try:
+        run_process(
+            ["/bin/sh", "-c", f"setsid sh -c 'sleep 60; : {mark}' & echo started"],
+            env=ENV,
+            cwd=tmp_path,
+            stdout_path=tmp_path / "out",
+            stderr_path=tmp_path / "err",
+            timeout_s=30,
+            lock_path=tmp_path / "lock",
+        )
+        left = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True)
+        assert left.stdout.split()
+    finally:
+        subprocess.run(["pkill", "-f", mark], check=False)
+
+
+class Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"path": self.path}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def host_server():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+FETCH = (
+    '/usr/bin/python3 -c "import sys, urllib.request; '
+    'print(urllib.request.urlopen(sys.argv[1], timeout=3).read().decode())" {} 2>&1 | tail -1'
+)
+
+
+def test_it_reaches_its_one_endpoint_and_nothing_else(tmp_path, host_server):
+    script = f"{FETCH.format(ENDPOINT_URL + '/v1/x')}; {FETCH.format(host_server + '/y')}"
+    out, err, result = confined(tmp_path, script, endpoint=host_server)
+    assert result.exit_code == 0, err
+    reached, refused = out.splitlines()
+    assert json.loads(reached) == {"path": "/v1/x"}
+    assert "Connection refused" in refused or "Errno" in refused
+
+
+def test_without_an_endpoint_it_has_no_network(tmp_path, host_server):
+    out, err, _ = confined(tmp_path, FETCH.format(host_server + "/y"))
+    assert "{" not in out and ("refused" in out or "Errno" in out), out
+
+
+def test_a_timeout_ends_the_whole_sandbox(tmp_path):
+    mark = f"zqsleeper{uuid.uuid4().hex[:8]}"
+    try:
+        _, _, result = confined(
+            tmp_path, f"setsid sh -c 'sleep 60; : {mark}' & sleep 60", timeout=1
+        )
+        assert result.timed_out
+        left = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True)
+        assert left.stdout == ""
+    finally:
+        subprocess.run(["pkill", "-f", mark], check=False)
+
+
+def test_inside_translates_whole_host_paths_only():
+    view = View(
+        writable={Path("/h/work/abc/clone"): "/workspace", Path("/h/bricks/r.md"): "/b/r.md"}
+    )
+    text = "cd /h/work/abc/clone && cat /h/work/abc/clone/a.py /h/work/abc/clone2 /h/bricks/r.md"
+    assert view.inside(text) == "cd /workspace && cat /workspace/a.py /h/work/abc/clone2 /b/r.md"
