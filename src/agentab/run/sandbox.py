@@ -99,8 +99,56 @@ class Sandbox:
 def listen_inside(pid: int, port: int) -> socket.socket:
     """A socket listening on 127.0.0.1:`port` of the network namespace of process `pid`.
 
-    Entering a namespace moves the calling thread only: a short thread of its own does it, so
-    that no other thread of the step ever runs in the sandbox's namespace."""
+    Root enters the namespace from a thread of its own (entering moves the calling thread
+    only, so no other thread of the step ever runs there). Anyone else must first enter the
+    user namespace that owns it, which a process with threads cannot: a one-shot process does
+    it and hands the socket back."""
+    try:
+        return listen_from_a_thread(pid, port)
+    except PermissionError:
+        return listen_from_a_helper(pid, port)
+
+
+# The one-shot process of `listen_from_a_helper`: argv is the pid, the port and the fd of the
+# channel the socket goes back on. NS_GET_USERNS (0xb701) names the user namespace that owns
+# the network namespace: bwrap nests user namespaces, so /proc/<pid>/ns/user may be another.
+HELPER = """
+import ctypes, fcntl, os, socket, sys
+pid, port, channel = (int(a) for a in sys.argv[1:4])
+libc = ctypes.CDLL(None, use_errno=True)
+net = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+user = fcntl.ioctl(net, 0xB701)
+for fd, kind in ((user, 0x10000000), (net, 0x40000000)):
+    if libc.setns(fd, kind) != 0:
+        sys.exit(f"setns: {os.strerror(ctypes.get_errno())}")
+listener = socket.socket()
+listener.bind(("127.0.0.1", port))
+listener.listen(64)
+socket.send_fds(socket.socket(fileno=channel), [b"ok"], [listener.fileno()])
+"""
+
+
+def listen_from_a_helper(pid: int, port: int) -> socket.socket:
+    import subprocess
+    import sys
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with ours, theirs:
+        done = subprocess.run(
+            [sys.executable, "-S", "-c", HELPER, str(pid), str(port), str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            capture_output=True,
+            text=True,
+            env={},
+            timeout=30,
+        )
+        if done.returncode != 0:
+            raise OSError(done.stderr.strip()[-300:] or f"exit status {done.returncode}")
+        _, fds, _, _ = socket.recv_fds(ours, 16, 1)
+    return socket.socket(fileno=fds[0])
+
+
+def listen_from_a_thread(pid: int, port: int) -> socket.socket:
     found: dict = {}
 
     def enter_and_listen() -> None:
@@ -109,7 +157,7 @@ def listen_inside(pid: int, port: int) -> socket.socket:
             try:
                 if _libc().setns(namespace, CLONE_NEWNET) != 0:
                     errno = ctypes.get_errno()
-                    raise OSError(errno, f"setns: {os.strerror(errno)}")
+                    raise OSError(errno, f"setns: {os.strerror(errno)}")  # EPERM: not root
             finally:
                 os.close(namespace)
             listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
