@@ -13,7 +13,7 @@ import sys
 
 from agentab.errors import AgentabError
 
-COMMANDS = ("check", "synthesize", "plan", "form", "report", "runs", "redo")
+COMMANDS = ("check", "synthesize", "plan", "form", "report", "runs", "redo", "sandbox")
 
 
 def build_parser() -> argparse.ArgumentParser:

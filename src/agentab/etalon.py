@@ -200,6 +200,10 @@ def ensure_mirror(location: str, tag: str, mirrors_dir: Path) -> Path:
     return mirror
 
 
+class EtalonFault(AgentabError):
+    """The etalon's tree could not be had as its tag has it: the job is redone, never run."""
+
+
 def fresh_clone(location: str, tag: str, dest: Path, mirrors_dir: Path) -> str:
     """Clone the tag into dest (emptied first: a retry must not inherit a used clone); return its SHA."""
     dest = Path(dest)
@@ -209,7 +213,26 @@ def fresh_clone(location: str, tag: str, dest: Path, mirrors_dir: Path) -> str:
     dest.parent.mkdir(parents=True, exist_ok=True)
     # symlinks=True: a link in the repository stays a link, as git would check it out.
     shutil.copytree(pristine, dest, symlinks=True)
+    verify_tree(dest, sha, pristine.parent, tag)
     return sha
+
+
+def verify_tree(tree: Path, sha: str, pristine_folder: Path, tag: str) -> None:
+    """The copy is the tag's tree, byte for byte: its HEAD is the tag's commit, and git finds no
+    change, untracked or ignored file (the copy's stat data differs from its index, so git
+    compares every file's content). The shared checkout every run is copied from was once
+    poisoned by an agent: such a tree is a fault, never a run, and the checkout is made again
+    from the mirror's objects."""
+    head = git("rev-parse", "HEAD", cwd=tree).strip()
+    changes = git("status", "--porcelain", "--untracked-files=all", "--ignored", cwd=tree)
+    if head == sha and not changes.strip():
+        return
+    shutil.rmtree(pristine_folder, ignore_errors=True)
+    shown = "; ".join(changes.strip().splitlines()[:5]) or f"HEAD {head[:12]} is not {sha[:12]}"
+    raise EtalonFault(
+        f"the checkout of etalon tag {tag} differed from the tag ({shown}): it is made again "
+        "from the mirror, and the job is redone"
+    )
 
 
 def pristine_folder(mirror: Path, tag: str) -> Path:

@@ -158,3 +158,8 @@ def test_the_same_attacks_succeed_unconfined(tmp_path, pi_installation):
     assert Counting.hits > 0
     run = json.loads(next((project / "results" / "demo" / "runs").rglob("run.json")).read_text())
     assert run["confinement"]["mode"] == "none"
+    # Whatever the poisoned mirror let through, the synthesis says first that runs were open.
+    agentab = SNAKEMAKE.parent / "agentab"
+    subprocess.run([str(agentab), "synthesize", "results/demo"], cwd=project, check=True)
+    synthesis = (project / "results" / "demo" / "synthesis.md").read_text()
+    assert "ran unconfined (`confinement: none`)" in synthesis.split("## Matrix")[0]

@@ -31,9 +31,9 @@ class StandIn:
     """The offline model on 127.0.0.1 as a provider's API, keeping (in memory only) the keys
     the requests carried."""
 
-    def __init__(self, log: Path):
+    def __init__(self, log: Path, policy: str = "demo"):
         self.keys: list[str] = []
-        self.server = OfflineModelServer(load_policy("demo"), 7, log)
+        self.server = OfflineModelServer(load_policy(policy), 7, log)
         keys = self.keys
 
         class KeyKeepingHandler(RequestHandler):
@@ -154,3 +154,44 @@ def test_a_key_the_provider_refuses_stops_the_run_for_a_person_to_fix(tmp_path, 
     assert "fix: put a valid anthropic key" in step.stderr and "Traceback" not in step.stderr
     assert not (out / "run.json").exists() and not (out / "faults.jsonl").exists()
     assert files_holding(project, CANARY) == [project / "credentials.toml"]
+
+
+SNOOP = """
+[policy]
+description = "Looks for the provider's key everywhere the agent can."
+
+[[steps]]
+id = "snoop"
+say = "Looking for keys."
+action = "run"
+command = "env; cat /proc/*/environ | tr '\\\\0' '\\\\n'; cat $HOME/.pi/agent/*.json /agent/*/*.json 2>/dev/null; ls -la /"
+
+[final]
+text = "Done."
+"""
+
+
+def test_the_agent_holds_a_placeholder_and_the_proxy_puts_the_key_on(tmp_path, pi_installation):
+    # DESIGN §11: whatever the agent runs (`env`, /proc, its config files), no key is there to
+    # find; the provider still gets the real one, from the proxy outside the sandbox.
+    project = project_on_provider(
+        tmp_path, pi_installation.root.parents[1], "anthropic", "claude-sonnet-4-5"
+    )
+    (tmp_path / "snoop.toml").write_text(SNOOP)
+    stand_in = StandIn(tmp_path / "stand-in.jsonl", policy=str(tmp_path / "snoop.toml"))
+    with stand_in as url:
+        config = project / "config" / "config.yaml"
+        config.write_text(
+            config.read_text()
+            + f"credentials: credentials.toml\nprovider_endpoints:\n  anthropic: {url}\n"
+        )
+        result = snakemake(project)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    transcripts = list((project / "results" / "demo" / "runs").rglob("transcript.jsonl"))
+    assert len(transcripts) == 4
+    for transcript in transcripts:
+        text = transcript.read_text()
+        assert "PATH=" in text and "agentab-placeholder-key" in text  # the snoop ran and saw
+    assert set(stand_in.keys) == {CANARY}
+    for folder in ("results", ".agentab", ".snakemake"):
+        assert files_holding(project / folder, CANARY) == [], folder

@@ -251,3 +251,20 @@ def test_a_user_who_is_not_root_gets_the_endpoint_too(tmp_path):
         assert result["exit"] == 0 and result["out"].strip() == "from the host", result
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_where_no_sandbox_can_start_nothing_runs_unless_a_person_says_none(monkeypatch):
+    # As on a cluster without user namespaces: bwrap starts and fails at once.
+    import agentab.run.confinement as confinement
+
+    monkeypatch.setattr(confinement, "bwrap_path", lambda: Path("/bin/false"))
+    confinement.sandbox_problem.cache_clear()
+    try:
+        with pytest.raises(AgentabError) as refused:
+            require_sandbox("bwrap", "config/config.yaml")
+        message = refused.value.render()
+        assert "config/config.yaml" in message and "user namespaces" in message
+        assert "confinement: none" in message
+        require_sandbox("none")  # the person's choice, recorded in every run.json
+    finally:
+        confinement.sandbox_problem.cache_clear()

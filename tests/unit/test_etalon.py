@@ -5,7 +5,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from agentab.etalon import (
+    EtalonFault,
     changed_files,
     checkout_with_patch,
     ensure_mirror,
@@ -13,6 +16,7 @@ from agentab.etalon import (
     exclude_from_git,
     fresh_clone,
     git,
+    pristine_checkout,
     result_patch,
 )
 from tests.conftest import make_git_repo
@@ -123,3 +127,27 @@ def test_a_clone_made_after_another_was_used_is_pristine(tmp_path: Path) -> None
     assert git("rev-parse", "HEAD", cwd=clone).strip() == sha
     assert git("status", "--porcelain", cwd=clone) == ""
     assert git("remote", cwd=clone).strip() == ""
+
+
+@pytest.mark.parametrize(
+    "poison",
+    [
+        lambda tree: (tree / "a.txt").write_text("poisoned\n"),  # an edit, same tag
+        lambda tree: (tree / "a.txt").write_text("b\n"),  # same size: only content tells
+        lambda tree: (tree / "sitecustomize.py").write_text("import os\n"),  # an added file
+        lambda tree: (tree / ".gitignore").write_text("*.pyc\n"),
+    ],
+)
+def test_a_poisoned_shared_checkout_is_a_fault_and_is_made_again(tmp_path: Path, poison) -> None:
+    # An unconfined agent once appended to the checkout every run is copied from: every later
+    # run of every scenario started from its tree, under the same SHA.
+    repo = tmp_path / "repo"
+    sha = make_git_repo(repo, {"a.txt": "a\n"})
+    mirrors = tmp_path / "mirrors"
+    tree, _ = pristine_checkout(str(repo), "v1.0", mirrors)
+    poison(tree)
+    with pytest.raises(EtalonFault, match="differed from the tag"):
+        fresh_clone(str(repo), "v1.0", tmp_path / "clone", mirrors)
+    assert fresh_clone(str(repo), "v1.0", tmp_path / "clone", mirrors) == sha  # made again
+    assert (tmp_path / "clone" / "a.txt").read_text() == "a\n"
+    assert not (tmp_path / "clone" / "sitecustomize.py").exists()

@@ -67,6 +67,7 @@ class RunSpec:
     model_base_url: str | None = None
     api_key: str | None = None  # from the credentials file; passed in the env, never recorded
     model_can_reason: bool = True  # what the offline model's policy says of its model
+    confined: bool = False  # the run is in agentab's sandbox: a harness's own may stand down
 
 
 @dataclass

@@ -38,7 +38,7 @@ from agentab.run.confinement import BWRAP, NONE, View, confinement_record
 from agentab.run.credentials import read_api_key
 from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_process
 from agentab.run.receipts import build_receipt, receipt_summary, stated_usage
-from agentab.run.recording_proxy import endpoint_for, recording
+from agentab.run.recording_proxy import PLACEHOLDER_KEY, endpoint_for, recording
 from agentab.run.sandbox import ENDPOINT_URL, Sandbox
 from agentab.run.views import agent_view
 from agentab.scenario.bricks import place_in_clone
@@ -161,7 +161,7 @@ def run_agent(
             spec = replace(spec, model_base_url=base_url)
             return _run_prepared(harness, installation, spec, files, folders, None)
         view = agent_view(spec.clone, spec.scratch, installation, spec.bricks)
-        spec = replace(spec, model_base_url=ENDPOINT_URL)
+        spec = replace(spec, model_base_url=ENDPOINT_URL, confined=True)
         sandbox = Sandbox(view, endpoint=base_url)
         return _run_prepared(harness, installation, spec, files, folders, sandbox)
 
@@ -325,6 +325,7 @@ def perform_run(
         if own_folder is not None:
             shutil.rmtree(own_folder, ignore_errors=True)
         raise
+    provider_key = provider_api_key(cell.agent.provider, credentials)
     spec = RunSpec(
         clone=clone,
         # One scratch per attempt: a stale attempt's folders are removed by their own names
@@ -339,7 +340,8 @@ def perform_run(
         thinking=cell.agent.thinking,
         timeout_s=cell.agent.timeout_s,
         bricks=tuple(BrickFile(b.kind, b.rel, b.path, b.sha256) for b in cell.bricks),
-        api_key=provider_api_key(cell.agent.provider, credentials),
+        # The harness holds a placeholder: the recording proxy puts the key on each request.
+        api_key=PLACEHOLDER_KEY if cell.agent.provider != "offline" else None,
     )
     offline = cell.agent.provider == "offline"
     seed = offline_seed(scenario.name, cell.slug, rep) if offline else None
@@ -358,7 +360,7 @@ def perform_run(
         model_server = serve(policy, seed, attempt_log)
     else:
         endpoint = endpoint_for(cell.agent.provider, provider_endpoints or {})
-        model_server = recording(endpoint, attempt_log, spec.timeout_s + 60)
+        model_server = recording(endpoint, attempt_log, spec.timeout_s + 60, provider_key)
     try:
         attempt_files = replace(files, model_requests=attempt_log)
         run = run_agent(

@@ -84,9 +84,16 @@ def loggable_path(path: str) -> str:
     return SECRET_QUERY.sub(r"\1<secret>", path)
 
 
+# What the harness holds instead of the provider's key: the proxy, outside the agent's sandbox,
+# puts the real key where this stands (a header or the query), so that `env`, /proc and every
+# file the agent can write show no key.
+PLACEHOLDER_KEY = "agentab-placeholder-key"
+
+
 class RecordingProxy(LocalServer):
-    def __init__(self, endpoint: str, log_path: Path, timeout_s: float):
+    def __init__(self, endpoint: str, log_path: Path, timeout_s: float, api_key: str | None = None):
         super().__init__(ProxyHandler)
+        self.api_key = api_key
         self.endpoint = urlsplit(endpoint)
         self.timeout_s = timeout_s
         self.log_path = Path(log_path)
@@ -213,6 +220,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
         api = wire.wire_for(method, self.path)
         seq = self._begin_record(api, raw) if api is not None else None
         secrets = [v for _, v in self.headers.items() if len(v) >= SHORTEST_SECRET]
+        secrets += [self.server.api_key] if self.server.api_key else []
         upstream = self.server.connection()
         summary = None
         try:
@@ -253,12 +261,18 @@ class ProxyHandler(BaseHTTPRequestHandler):
         return self.server.begin({"api": api.NAME, "path": path, "body": body, "headers": headers})
 
     def _upstream_path(self) -> str:
-        return self.server.endpoint.path.rstrip("/") + self.path
+        return self._with_key(self.server.endpoint.path.rstrip("/") + self.path)
 
     def _forwarded(self) -> dict[str, str]:
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in NOT_FORWARDED}
+        headers = {
+            k: self._with_key(v) for k, v in self.headers.items() if k.lower() not in NOT_FORWARDED
+        }
         headers["Accept-Encoding"] = "identity"
         return headers
+
+    def _with_key(self, text: str) -> str:
+        key = self.server.api_key
+        return text.replace(PLACEHOLDER_KEY, key) if key else text
 
     def _pass_back(self, reply: http.client.HTTPResponse, summary: ReplySummary) -> None:
         self.send_response_only(reply.status, reply.reason)
@@ -289,9 +303,12 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def recording(endpoint: str, log_path: Path, timeout_s: float) -> Iterator[str]:
-    """A recording proxy to `endpoint` for the length of a `with` block; yields its base URL."""
-    proxy = RecordingProxy(endpoint, log_path, timeout_s)
+def recording(
+    endpoint: str, log_path: Path, timeout_s: float, api_key: str | None = None
+) -> Iterator[str]:
+    """A recording proxy to `endpoint` for the length of a `with` block; yields its base URL.
+    `api_key` replaces `PLACEHOLDER_KEY` in every request it forwards."""
+    proxy = RecordingProxy(endpoint, log_path, timeout_s, api_key)
     try:
         with serving(proxy, "recording-proxy") as base_url:
             yield base_url

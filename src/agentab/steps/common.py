@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentab.errors import AgentabError
+from agentab.etalon import EtalonFault
 from agentab.harnesses.base import HarnessFault
 from agentab.workflow.step_client import FAULT_EXIT
 from agentab.workflow.stopping import Stopped, stop_on_signals
@@ -34,7 +35,7 @@ def run_step(
         what = ended(args) if ended else "the step was ended; it is redone on the next invocation"
         print(f"agentab: stopped by {stop.signal_name}; {what}", file=sys.stderr)
         code = stop.exit_code
-    except HarnessFault as fault:
+    except (HarnessFault, EtalonFault) as fault:
         print(f"fault (the job will be redone): {fault.render()}", file=sys.stderr)
         code = FAULT_EXIT
     except AgentabError as error:

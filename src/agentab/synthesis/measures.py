@@ -34,6 +34,7 @@ def provenance(run: dict) -> dict:
         "duration_s": run.get("duration_s"),
         "tokens": {"input": tokens.get("input", 0), "output": tokens.get("output", 0)},
         "cost_usd": facts.get("cost_usd"),
+        "confinement": (run.get("confinement") or {}).get("mode"),
     }
 
 

@@ -178,7 +178,8 @@ def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
             undelivered[run.cell] += 1
         if receipt.get("fingerprint"):
             prints[run.cell].add(receipt["fingerprint"])
-    warnings = [
+    warnings = unconfined_warning(result)
+    warnings += [
         f"`{cell.name}`: {undelivered[cell.name]} run{'s' * (undelivered[cell.name] != 1)} "
         "whose treatment did not reach the model (invalid: `treatment-not-delivered`)"
         for cell in scenario.cells
@@ -196,6 +197,18 @@ def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
         and prints[cell.name] <= reference
     ]
     return warnings
+
+
+def unconfined_warning(result: SynthesisResult) -> list[str]:
+    """Runs made with `confinement: none` (config/config.yaml): said first, whatever else."""
+    count = sum(1 for run in result.runs if run.provenance.get("confinement") == "none")
+    if not count:
+        return []
+    return [
+        f"{count} run{'s' * (count != 1)} ran unconfined (`confinement: none`): the agent and "
+        "the validator scripts could read and write this machine's files, other runs' and the "
+        "validators' included; these numbers hold only as far as the agent is trusted"
+    ]
 
 
 def report_context(result: SynthesisResult, scenario) -> dict:

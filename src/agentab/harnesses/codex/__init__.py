@@ -145,6 +145,11 @@ class CodexHarness(NpmHarness):
         if instructions:
             config["developer_instructions"] = toml_value("\n\n".join(instructions))
         argv = [*self.command(installation), "exec", "--json", *ISOLATION_FLAGS]
+        if spec.confined:
+            # Codex's own bwrap cannot map its user inside agentab's sandbox, whose capabilities
+            # are dropped (measured: "setting up uid map: Operation not permitted" on every
+            # command); agentab's sandbox already keeps it to its clone, scratch and endpoint.
+            argv[argv.index("workspace-write")] = "danger-full-access"
         for key, value in config.items():
             argv += ["-c", f"{key}={value}"]
         argv += ["--model", spec.model, "--", spec.prompt]
