@@ -32,7 +32,8 @@ def attack_policy(project: Path, port: int) -> str:
     attacks = {
         "validator": f'echo \'print("{{\\"metrics\\": {{\\"tests_pass\\": true}}}}")\' '
         f"> {project}/demo/validators/tests.py",
-        "measures": f"find {results} -name '*.json' -exec sh -c ': > \"$1\"' _ {{}} \\;",
+        "measures": f"find {results} -name measures.json -o -name receipt.json "
+        f"| xargs -r -n1 sh -c ': > \"$1\"' _",
         "mirror": f"find {state} -name calc.py -exec sh -c 'echo POISON >> \"$1\"' _ {{}} \\;",
         "credentials": f"cat {project}/secrets.toml",
         "environ": f"cat /proc/*/environ | tr '\\0' '\\n' | grep {CANARY_ENV}",
@@ -163,3 +164,80 @@ def test_the_same_attacks_succeed_unconfined(tmp_path, pi_installation):
     subprocess.run([str(agentab), "synthesize", "results/demo"], cwd=project, check=True)
     synthesis = (project / "results" / "demo" / "synthesis.md").read_text()
     assert "ran unconfined (`confinement: none`)" in synthesis.split("## Matrix")[0]
+
+
+EVIL_VALIDATOR = """#!/usr/bin/env python3
+# An adversarial validator: every attack it tries is listed when it works.
+import glob, json, os, subprocess, sys, urllib.request
+
+PROJECT, PORT, MARK = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+breaches = []
+
+def attempt(name, action):
+    try:
+        if action() is not False:
+            breaches.append(name)
+    except Exception:
+        pass
+
+def blank_measures():
+    found = glob.glob(f"{PROJECT}/results/**/*.json", recursive=True)
+    for path in found:
+        open(path, "w").close()
+    return bool(found)
+
+attempt("results", blank_measures)
+attempt("secret", lambda: open(f"{PROJECT}/results/demo/.secret").read())
+attempt("validator", lambda: open(f"{PROJECT}/demo/validators/tests.py", "a").write("#"))
+attempt("mirror", lambda: bool(glob.glob(f"{PROJECT}/.agentab/mirrors/*")))
+attempt("network", lambda: urllib.request.urlopen(f"http://127.0.0.1:{PORT}/", timeout=2))
+attempt("processes", lambda: len([p for p in os.listdir("/proc") if p.isdigit()]) > 4)
+attempt("cell", lambda: any(w in open("/proc/1/cmdline").read() for w in ("rule", "nothing")))
+subprocess.Popen(["setsid", "sh", "-c", f"sleep 60; : {MARK}"])
+print(json.dumps({"metrics": {"breaches": breaches}}))
+"""
+
+
+def test_every_attack_of_an_adversarial_validator_fails(tmp_path, pi_installation):
+    project = make_project(tmp_path / "project", pi_installation.root.parents[1], repetitions=1)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Counting)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    Counting.hits = 0
+    evil = project / "demo" / "validators" / "evil.py"
+    evil.write_text(EVIL_VALIDATOR)
+    evil.chmod(0o755)
+    port = server.server_address[1]
+    scenario = project / "demo" / "scenario.toml"
+    scenario.write_text(
+        scenario.read_text()
+        + f'\n[validators.evil]\nmode = "script"\nrun = ["validators/evil.py", "{project}", '
+        f'"{port}", "{SURVIVOR}"]\n'
+    )
+    tests_before = digest(project / "demo" / "validators" / "tests.py")
+    try:
+        result = snakemake_in(project)
+        survivors = subprocess.run(["pgrep", "-f", SURVIVOR], capture_output=True, text=True)
+    finally:
+        server.shutdown()
+        subprocess.run(["pkill", "-f", SURVIVOR], check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    outputs = sorted((project / "results" / "demo" / "runs").glob("*/r01/validators/evil.json"))
+    assert len(outputs) == 4
+    for path in outputs:
+        output = json.loads(path.read_text())
+        assert output["ok"] and output["metrics"] == {"breaches": []}, output
+    for measures in (project / "results" / "demo" / "runs").glob("*/r01/measures.json"):
+        assert json.loads(measures.read_text())["status"] == "valid"
+    assert digest(project / "demo" / "validators" / "tests.py") == tests_before
+    assert Counting.hits == 0 and survivors.stdout == ""
+
+
+def snakemake_in(project: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(SNAKEMAKE), "--cores", "2"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )

@@ -17,10 +17,12 @@ import pytest
 from agentab.run.process import group_alive
 from agentab.workflow.step_client import parent_of
 from tests.e2e.workflow import (
+    command_line,
     ending_what_is_left,
     job_counts,
     make_project,
     processes_in,
+    processes_running,
     set_agent,
     snakemake,
     start_snakemake,
@@ -80,13 +82,13 @@ def test_a_stop_signal_during_a_validator_ends_it_and_leaves_no_output(
     tmp_path: Path, pi_installation
 ) -> None:
     project = make_project(tmp_path / "stopped", pi_installation.root.parents[1], repetitions=1)
-    asleep = add_sleeping_validator(project, tmp_path / "asleep")
+    add_sleeping_validator(project)
     run = project / RUNS / "nothing-off" / "r01"
     output = tmp_path / "snakemake.out"
     with ending_what_is_left(project):
         process = start_snakemake(project, str(SLOW), output=output)
-        assert wait_until((asleep / "pid").exists, 120), output.read_text()
-        validator = int((asleep / "pid").read_text())
+        assert wait_until(lambda: sleeping_validator(project), 120), output.read_text()
+        validator = sleeping_validator(project)
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=PROMPT_STOP_S)  # the validator sleeps 10 minutes
         assert not is_running(validator)
@@ -106,21 +108,22 @@ def test_kill_9_during_a_validator_then_the_first_recovery_succeeds(
     tmp_path: Path, pi_installation
 ) -> None:
     project = make_project(tmp_path / "killed", pi_installation.root.parents[1], repetitions=1)
-    asleep = add_sleeping_validator(project, tmp_path / "asleep")
+    wake = add_sleeping_validator(project)
     output = tmp_path / "snakemake.out"
     with ending_what_is_left(project):
         process = start_snakemake(project, str(SLOW), output=output)
-        assert wait_until((asleep / "pid").exists, 120), output.read_text()
-        validator = int((asleep / "pid").read_text())
-        step = parent_of(validator)
-        # Snakemake and the validate step die at once; the validator is orphaned, still asleep.
+        assert wait_until(lambda: sleeping_validator(project), 120), output.read_text()
+        validator = sleeping_validator(project)
+        step = ancestor_running(validator, b"agentab.steps.validate")
+        # Snakemake and the validate step die at once; the validator's sandbox dies with its
+        # step (bwrap --die-with-parent): no stale validator is left asleep.
         process.kill()
         os.kill(step, signal.SIGKILL)
         process.wait(timeout=30)
-        assert is_running(validator)
+        assert wait_until(lambda: not is_running(validator), 10), "the validator outlived its step"
         assert snakemake(project, "--unlock").returncode == 0
+        wake.touch()  # from now on the validator scores at once
         again = snakemake(project, str(SLOW))  # the default profile reruns incomplete jobs
-        assert not is_running(validator), "the stale validator was not ended"
     text = again.stdout + again.stderr
     assert again.returncode == 0, text[-3000:]
     assert "Traceback" not in text
@@ -135,18 +138,20 @@ def test_kill_9_during_an_agent_run_then_one_attempt_one_request_log(
     tmp_path: Path, pi_installation
 ) -> None:
     project = make_project(tmp_path / "killed", pi_installation.root.parents[1], repetitions=1)
-    asleep = tmp_path / "asleep"
-    (project / "demo" / "sleeps-once.toml").write_text(SLEEPS_ONCE.replace("ASLEEP", str(asleep)))
+    policy = project / "demo" / "sleeps-once.toml"
+    policy.write_text(SLEEPS_ONCE)
     set_agent(project, model="sleeps-once.toml", timeout=AGENT_TIMEOUT)
     run = project / RUNS / "nothing-off" / "r01"
     target = str(RUNS / "nothing-off" / "r01" / "run.json")
     output = tmp_path / "snakemake.out"
     with ending_what_is_left(project):
         process = start_snakemake(project, target, output=output)
-        assert wait_until(asleep.exists, 120), output.read_text()
+        assert wait_until(lambda: processes_running(project, b"sleep 600"), 120), output.read_text()
         process.kill()  # Snakemake only: its run step and agent are left running
         process.wait(timeout=30)
         assert snakemake(project, "--unlock").returncode == 0
+        # The sandboxed agent keeps no state across attempts: the policy itself stops sleeping.
+        policy.write_text(SLEEPS_ONCE.replace("sleep 600", "true"))
         again = snakemake(project, target)
     text = again.stdout + again.stderr
     assert again.returncode == 0, text[-3000:]
@@ -159,11 +164,12 @@ def test_kill_9_during_an_agent_run_then_one_attempt_one_request_log(
     assert "sleep 600" in kept[0].read_text()
 
 
-# The agent reads calc.py, then runs a command that sleeps the first time it runs, so that a kill
-# finds the agent in the middle of its run with two requests made.
+# The agent reads calc.py, then runs a command that sleeps (the test takes the sleep out of the
+# policy before the rerun), so that a kill finds the agent in the middle of its run with two
+# requests made.
 SLEEPS_ONCE = """
 [policy]
-description = "Reads calc.py, then runs a command that sleeps the first time it runs."
+description = "Reads calc.py, then runs a command that sleeps."
 
 [[steps]]
 id = "read"
@@ -173,7 +179,7 @@ path = "calc.py"
 [[steps]]
 id = "wait"
 action = "run"
-command = "mkdir ASLEEP 2>/dev/null && sleep 600; true"
+command = "sleep 600"
 
 [final]
 text = "Done."
@@ -184,22 +190,14 @@ def request_numbers(log: Path) -> list[int]:
     return [json.loads(line)["seq"] for line in log.read_text().splitlines()]
 
 
-def add_sleeping_validator(project: Path, asleep: Path) -> Path:
-    """A script validator that sleeps the first time it runs (it makes `asleep` and writes its
-    pid there) and scores at once after that."""
+def add_sleeping_validator(project: Path) -> Path:
+    """A script validator that sleeps until a file `slow.wake` lies beside it (it sees its own
+    folder, read-only, in its sandbox), and scores at once after that. Returns that file."""
     script = project / "demo" / "validators" / "slow.py"
     script.write_text(
         "#!/usr/bin/env python3\n"
         "import json, os, time\n"
-        f"asleep = {str(asleep)!r}\n"
-        "try:\n"
-        "    os.mkdir(asleep)\n"
-        "except FileExistsError:\n"
-        "    pass\n"
-        "else:\n"
-        "    with open(os.path.join(asleep, 'pid.partial'), 'w') as pid:\n"
-        "        pid.write(str(os.getpid()))\n"
-        "    os.rename(os.path.join(asleep, 'pid.partial'), os.path.join(asleep, 'pid'))\n"
+        "if not os.path.exists(os.path.join(os.path.dirname(__file__), 'slow.wake')):\n"
         "    time.sleep(600)\n"
         'print(json.dumps({"metrics": {"slept": True}}))\n'
     )
@@ -209,7 +207,21 @@ def add_sleeping_validator(project: Path, asleep: Path) -> Path:
         scenario.read_text()
         + '\n[validators.slow]\nmode = "script"\nrun = ["validators/slow.py"]\n'
     )
-    return asleep
+    return script.with_name("slow.wake")
+
+
+def sleeping_validator(project: Path) -> int | None:
+    """The host pid of the sleeping validator (its script is /opt/validator/slow.py inside)."""
+    found = processes_running(project, b"/opt/validator/slow.py")
+    return found[0] if found else None
+
+
+def ancestor_running(pid: int, needle: bytes) -> int:
+    while (parent := parent_of(pid)) not in (None, 0, 1):
+        if needle in command_line(parent):
+            return parent
+        pid = parent
+    raise AssertionError(f"no ancestor of {pid} runs {needle!r}")
 
 
 def agent_locks(project: Path) -> list[Path]:

@@ -79,18 +79,39 @@ def start_snakemake(project: Path, *args: str, output: Path) -> subprocess.Popen
 
 
 def processes_in(project: Path) -> list[int]:
-    """Every process working in the project (Snakemake, steps, agents, validators), by cwd."""
-    found = []
+    """Every process working in the project (Snakemake, steps), by cwd, and every process they
+    started: a sandboxed agent or validator works in a folder of its own (/workspace)."""
+    working, parents = [], {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
             continue
         try:
             cwd = os.readlink(proc / "cwd")
-        except OSError:
+            parents[int(proc.name)] = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
             continue
         if Path(cwd).is_relative_to(project):
-            found.append(int(proc.name))
-    return found
+            working.append(int(proc.name))
+    found = set(working)
+    grew = True
+    while grew:
+        children = {pid for pid, parent in parents.items() if parent in found} - found
+        found |= children
+        grew = bool(children)
+    return sorted(found)
+
+
+def command_line(pid: int) -> bytes:
+    """A process's arguments, joined by spaces (b"sleep 600")."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return b""
+
+
+def processes_running(project: Path, needle: bytes) -> list[int]:
+    """The project's processes whose command line holds `needle` (see `processes_in`)."""
+    return [pid for pid in processes_in(project) if needle in command_line(pid)]
 
 
 @contextlib.contextmanager
