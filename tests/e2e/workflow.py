@@ -53,10 +53,10 @@ def snakemake(project: Path, *args: str, timeout: float = 600) -> subprocess.Com
     )
 
 
-def set_agent(project: Path, *, model: str, timeout: str) -> None:
+def set_agent(project: Path, *, model: str, timeout: str, scenario: str = "demo") -> None:
     """The scenario's [agent] with another offline policy (a name, or a file beside the
     scenario) and time limit."""
-    scenario = project / "demo" / "scenario.toml"
+    scenario = project / scenario / "scenario.toml"
     text = re.sub(r'(?m)^model = "demo"', f"model = {model!r}", scenario.read_text())
     scenario.write_text(re.sub(r'(?m)^timeout = "2m"', f"timeout = {timeout!r}", text))
 
