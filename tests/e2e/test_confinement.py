@@ -44,7 +44,7 @@ def attack_policy(project: Path, port: int, scenario: str = "demo") -> str:
         # Each would outlive an unconfined run by a minute (its command line names SURVIVOR).
         "survivors": f"setsid sh -c 'sleep 60; : {SURVIVOR}' & "
         f"nohup sh -c 'sleep 60; : {SURVIVOR}' >/dev/null 2>&1 & "
-        f"sh -c '(sleep 60; : {SURVIVOR}) &' ; echo started",
+        f"sh -c '(sleep 60; : {SURVIVOR}) &' ; sleep 1; echo started",
     }
     steps = "".join(
         f'\n[[steps]]\nid = "{name}"\nsay = "Trying {name}."\naction = "run"\n'

@@ -99,7 +99,7 @@ def test_nothing_it_started_outlives_it(tmp_path):
     mark = f"zqsurvivor{uuid.uuid4().hex[:8]}"
     script = (
         f"setsid sh -c 'sleep 60; : {mark}' & nohup sh -c 'sleep 60; : {mark}' >/dev/null 2>&1 & "
-        f"sh -c '(sleep 60; : {mark}) &'; sh -c 'sleep 60; : {mark}' & echo started"
+        f"sh -c '(sleep 60; : {mark}) &'; sh -c 'sleep 60; : {mark}' & sleep 0.5; echo started"
     )
     try:
         out, err, result = confined(tmp_path, script)
@@ -115,7 +115,8 @@ def test_unconfined_the_same_processes_survive(tmp_path):
     mark = f"zqsurvivor{uuid.uuid4().hex[:8]}"
     try:
         run_process(
-            ["/bin/sh", "-c", f"setsid sh -c 'sleep 60; : {mark}' & echo started"],
+            # A moment for the new session to be made before the shell's group is ended.
+            ["/bin/sh", "-c", f"setsid sh -c 'sleep 60; : {mark}' & sleep 0.5; echo started"],
             env=ENV,
             cwd=tmp_path,
             stdout_path=tmp_path / "out",

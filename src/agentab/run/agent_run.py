@@ -41,7 +41,7 @@ from agentab.run.receipts import build_receipt, receipt_summary, stated_usage
 from agentab.run.recording_proxy import PLACEHOLDER_KEY, endpoint_for, recording
 from agentab.run.sandbox import ENDPOINT_URL, Sandbox
 from agentab.run.views import agent_view
-from agentab.scenario.bricks import place_in_clone
+from agentab.scenario.bricks import content_sha256, place_in_clone
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
 REJECTED_KEY_STATUSES = frozenset({401, 403})
@@ -125,6 +125,24 @@ def adopt_attempt_log(log: Path, files: RunFiles) -> None:
 def offline_policy_source(scenario, model: str) -> str:
     """A shipped policy by name, or a policy file named relative to the scenario."""
     return str((scenario.dir / model).resolve()) if model.endswith(".toml") else model
+
+
+def frozen_bricks(bricks, folder: Path) -> tuple[BrickFile, ...]:
+    """Each brick copied for this run, and checked against the hash it had when the scenario
+    was loaded (the hash run.json records): the harness reads, and its sandbox binds, a copy
+    that nothing can change while the run lasts, under a folder that names no cell."""
+    frozen = []
+    for index, brick in enumerate(bricks):
+        copy = folder / str(index) / Path(brick.path).name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if Path(brick.path).is_dir():
+            shutil.copytree(brick.path, copy, symlinks=True)
+        else:
+            shutil.copyfile(brick.path, copy)
+        if content_sha256(copy) != brick.sha256:
+            raise HarnessFault(f"the brick {brick.rel} changed while the run started; it is redone")
+        frozen.append(replace(brick, path=copy))
+    return tuple(frozen)
 
 
 def ensure_fresh_clone(etalon, clone: Path, mirrors_dir: Path) -> str:
@@ -361,24 +379,30 @@ def perform_run(
     else:
         endpoint = endpoint_for(cell.agent.provider, provider_endpoints or {})
         model_server = recording(endpoint, attempt_log, spec.timeout_s + 60, provider_key)
+    bricks_folder = (own_folder or files.folder / f".bricks-{os.getpid()}") / "bricks"
     try:
+        spec = replace(spec, bricks=frozen_bricks(spec.bricks, bricks_folder))
         attempt_files = replace(files, model_requests=attempt_log)
         run = run_agent(
             harness, installation, spec, attempt_files, model_server, own_folder, confinement
         )
         # Against the SHA recorded at clone time: the agent may move or delete the tag.
         files.patch.write_bytes(etalon_module.result_patch(clone, sha))
+        # While the run's copies of its bricks are there: what reached the model is their text.
+        fill_unreported_usage(run.facts, attempt_log)
+        receipt = build_receipt(
+            cell, spec.model, harness, run.facts, attempt_log, clone, spec.bricks
+        )
     except HarnessFault as fault:
         record_fault(files.faults, fault)
         raise
     finally:
         shutil.rmtree(spec.scratch, ignore_errors=True)
+        shutil.rmtree(bricks_folder if own_folder else bricks_folder.parent, ignore_errors=True)
         if own_folder is not None:
             shutil.rmtree(own_folder, ignore_errors=True)
     adopt_attempt_log(attempt_log, files)
     files.model_requests.touch()  # a declared output; empty when nothing was recorded
-    fill_unreported_usage(run.facts, files.model_requests)
-    receipt = build_receipt(cell, spec.model, harness, run.facts, files.model_requests, clone)
     write_json(receipt, files.receipt)
     record = run_record(scenario, cell, rep, harness, sha, run, seed, confinement)
     record["receipt"] = receipt_summary(receipt)

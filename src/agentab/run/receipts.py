@@ -194,8 +194,11 @@ def fingerprint(turns: list[Request], clone: Path | None) -> str | None:
     return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:16]
 
 
-def build_receipt(cell, told_model: str, harness, facts, log: Path, clone: Path | None) -> dict:
-    """The receipt of one run (DESIGN §8)."""
+def build_receipt(
+    cell, told_model: str, harness, facts, log: Path, clone: Path | None, bricks=None
+) -> dict:
+    """The receipt of one run (DESIGN §8). `bricks`: the copies the run was given (default the
+    cell's own files), whose text is what must have reached the model."""
     requests = read_requests(log)
     turns = [request for request in requests if request.is_turn] or requests
     model, problems = model_entry(cell.agent.model, told_model, turns)
@@ -205,7 +208,7 @@ def build_receipt(cell, told_model: str, harness, facts, log: Path, clone: Path 
     )
     problems += thinking_problems
     first = turns[0] if turns else None
-    bricks = [brick_entry(brick, harness, first, turns) for brick in cell.bricks]
+    bricks = [brick_entry(brick, harness, first, turns) for brick in bricks or cell.bricks]
     problems += [
         f"{b['kind']} {b['rel']}: {b['evidence']}" for b in bricks if b["delivered"] is False
     ]

@@ -8,6 +8,7 @@ reason recorded. It is never a crash of the workflow and never a failing grade.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from agentab.run.confinement import NONE, View
@@ -50,16 +51,31 @@ def script_argv(job: ValidatorJob) -> list[str]:
     return [*run, str(job.context_path)]
 
 
-def script_view(job: ValidatorJob) -> View:
+def script_view(job: ValidatorJob, script_folder: Path | None) -> View:
     """What the script sees: its checkout and HOME, its own folder, its inputs; nothing else."""
-    first = job.scenario_dir / job.spec.options["run"][0]
     return validator_view(
         checkout=job.workdir,
         home=script_home(job),
-        script_folder=first.parent if first.exists() else None,
+        script_folder=script_folder,
         inputs=job.context_path.parent,
         network=bool(job.spec.options.get("network", False)),
     )
+
+
+def copy_of_script(job: ValidatorJob) -> Path | None:
+    """The script, copied into the job's own folder with the folder it sits in (its helpers),
+    or alone when it sits at the top of the scenario's folder, whose bricks it must not see.
+    The sandbox binds the copy: the scenario's folder is never named inside."""
+    first = job.scenario_dir / job.spec.options["run"][0]
+    if not first.is_file():
+        return None  # a program on PATH, such as `pytest`
+    folder = job.workdir.parent / "validator"
+    if first.parent.resolve() == job.scenario_dir.resolve():
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(first, folder / first.name)
+    else:
+        shutil.copytree(first.parent, folder, symlinks=True, dirs_exist_ok=True)
+    return folder / first.name
 
 
 def seen_from_inside(context_path: Path, view: View) -> None:
@@ -80,7 +96,9 @@ def _run_script(job: ValidatorJob) -> dict:
     timeout = validator_timeout_s(job.spec)
     argv, env, cwd, sandbox = script_argv(job), script_env(job), job.workdir, None
     if job.confinement != NONE:
-        view = script_view(job)
+        script = copy_of_script(job)
+        argv[0] = str(script) if script else argv[0]
+        view = script_view(job, script.parent if script else None)
         seen_from_inside(job.context_path, view)
         argv = [view.inside(arg) for arg in argv]
         env = {key: view.inside(value) for key, value in env.items()}
