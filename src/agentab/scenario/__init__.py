@@ -6,19 +6,10 @@ brick is on disk, `durations` the time spans; `load` puts them together. This fa
 rest of agentab imports.
 """
 
-from agentab.scenario.load import (
-    AgentConfig,
-    Brick,
-    Cell,
-    Etalon,
-    Scenario,
-    ValidatorSpec,
-    content_sha256,
-    load_for_steps,
-    load_scenario,
-    load_scenario_for_step,
-    parse_duration,
-)
+from agentab.scenario.bricks import content_sha256
+from agentab.scenario.durations import parse_duration
+from agentab.scenario.load import load_for_steps, load_scenario, load_scenario_for_step
+from agentab.scenario.types import AgentConfig, Brick, Cell, Etalon, Scenario, ValidatorSpec
 
 __all__ = [
     "AgentConfig",

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from agentab.errors import ScenarioError
 from agentab.scenario import cells as cells_module
-from agentab.scenario.bricks import content_sha256
 from agentab.scenario.durations import parse_duration
 from agentab.scenario.rules import (
     build_cell,
@@ -31,21 +30,7 @@ from agentab.scenario.rules import (
     variants_as_lists,
 )
 from agentab.scenario.source import Collector, read_toml, schema_problems
-from agentab.scenario.types import AgentConfig, Brick, Cell, Etalon, Scenario, ValidatorSpec
-
-__all__ = [
-    "AgentConfig",
-    "Brick",
-    "Cell",
-    "Etalon",
-    "Scenario",
-    "ValidatorSpec",
-    "content_sha256",
-    "load_for_steps",
-    "load_scenario",
-    "load_scenario_for_step",
-    "parse_duration",
-]
+from agentab.scenario.types import AgentConfig, Etalon, Scenario, ValidatorSpec
 
 
 def load_scenario(
