@@ -42,7 +42,8 @@ def run(args) -> int:
     if args.json:
         for entry in shown:
             line = {k: getattr(entry, k) for k in ("run", "cell", "rep", "status", "reason")}
-            print(json.dumps(line | {"faults": entry.faults}, ensure_ascii=False))
+            line |= {"faults": entry.faults, "builtin": builtin_of(entry)}
+            print(json.dumps(line, ensure_ascii=False))
     else:
         print(table(shown))
     summary = ", ".join(f"{counts[s]} {s}" for s in RUN_STATUSES if counts[s])
@@ -51,12 +52,25 @@ def run(args) -> int:
 
 
 def table(entries) -> str:
-    rows = [("RUN", "STATUS", "CELL", "REASON")]
-    rows += [(e.run, e.status, e.cell, flat(e.reason)) for e in entries]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    rows = [("RUN", "STATUS", "CELL", "TURNS", "TOOL CALLS", "REASON")]
+    rows += [(e.run, e.status, e.cell, *builtin_columns(e), flat(e.reason)) for e in entries]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
     return "\n".join(
-        "  ".join(row[i].ljust(widths[i]) for i in range(3)) + "  " + row[3] for row in rows
+        "  ".join(row[i].ljust(widths[i]) for i in range(5)) + "  " + row[5] for row in rows
     ).rstrip()
+
+
+def builtin_of(entry) -> dict:
+    """The run's built-in metrics (turns, tool calls and errors, tokens, cost, duration)."""
+    return (entry.record.builtin if entry.record else None) or {}
+
+
+def builtin_columns(entry) -> tuple[str, str]:
+    builtin = builtin_of(entry)
+    turns = "" if builtin.get("turns") is None else str(builtin["turns"])
+    calls, errors = builtin.get("tool_calls"), builtin.get("tool_errors")
+    tools = "" if calls is None else f"{calls} ({errors or 0} failed)"
+    return turns, tools
 
 
 def flat(text: str) -> str:

@@ -47,6 +47,7 @@ class RunView:
     validators: list[ValidatorView]
     receipt: list[tuple[str, str]] | None
     provenance: list[tuple[str, str]]
+    builtin: list[tuple[str, str]]  # the built-in run metrics, in their order
     problems: list[str]
     faults: list[str]
     raw_files: list[str]  # relative to the run folder
@@ -77,6 +78,10 @@ def run_view(results_dir: Path, entry: RunEntry, scenario) -> RunView:
         validators=validator_views(folder),
         receipt=receipt_rows(folder / RECEIPT_FILE),
         provenance=provenance_rows(record.provenance if record else run_provenance(run)),
+        builtin=[
+            (name, "" if value is None else str(value))
+            for name, value in ((record.builtin if record else None) or {}).items()
+        ],
         problems=list(record.problems) if record else [],
         faults=[fault_reason(fault) for fault in read_faults(folder)],
         raw_files=raw_files(folder),

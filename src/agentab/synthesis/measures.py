@@ -12,8 +12,9 @@ import json
 from pathlib import Path
 
 from agentab.files import write_json
-from agentab.layout import run_id
+from agentab.layout import RunFolder, run_id
 from agentab.scenario import Cell, Scenario
+from agentab.synthesis.builtin import builtin_metrics
 
 SCHEMA_VERSION = 1
 ANSWERS_SUFFIX = ".answers.json"
@@ -55,12 +56,16 @@ def build_measures(
     run: dict,
     outputs: dict[str, dict],
     form_answers: dict[str, dict] | None = None,
+    builtin: dict | None = None,
 ) -> dict:
     """Combine a run's record and its validators' outputs into its measures.
 
     `outputs`: validator name -> its validators/<name>.json (script and judge validators).
     `form_answers`: form validator name -> the answers filled for this run ({} when none yet).
+    `builtin`: the run's built-in metrics (`synthesis.builtin`), kept whatever the run's status;
+    a contract metric no validator returns is taken from them.
     """
+    builtin = builtin or {}
     measures = {
         "schema": SCHEMA_VERSION,
         "scenario": scenario.name,
@@ -75,6 +80,7 @@ def build_measures(
         "pending": [],
         "provenance": provenance(run),
         "receipt": run.get("receipt"),
+        "builtin": builtin,
     }
     outcome = run.get("outcome") or {}
     if outcome.get("status") == "failed":
@@ -127,6 +133,10 @@ def build_measures(
             )
         elif metric in returned:
             measures["metrics"][metric] = returned[metric]
+        elif builtin.get(metric) is not None:
+            measures["metrics"][metric] = builtin[metric]
+        elif metric in builtin:
+            measures["problems"].append(f"the run's files do not tell the built-in `{metric}`")
         elif metric in fills:
             measures["pending"].append(metric)
         else:
@@ -162,6 +172,8 @@ def measure_run(
         Path(path).name.removesuffix(ANSWERS_SUFFIX): read_json(path)["answers"].get(run_name, {})
         for path in answers
     }
-    measures = build_measures(scenario, cell, rep, run, by_validator, form_answers)
+    # The transcript is written with run.json, which is written last: it is there when it is.
+    builtin = builtin_metrics(run, RunFolder(Path(record).parent).transcript)
+    measures = build_measures(scenario, cell, rep, run, by_validator, form_answers, builtin)
     write_json(measures, out)
     return measures

@@ -36,6 +36,7 @@ class RunRecord:
     problems: list[str]
     provenance: dict
     receipt: dict | None = None  # the summary of the run's receipt.json, when it has one
+    builtin: dict | None = None  # the built-in run metrics (synthesis.builtin), when kept
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,7 @@ def _read_run(path: str, relative: str, cells_by_name: dict) -> RunRecord | BadF
         problems=[str(item) for item in data.get("problems") or []],
         provenance=data.get("provenance") or {},
         receipt=data.get("receipt") if isinstance(data.get("receipt"), dict) else None,
+        builtin=data.get("builtin") if isinstance(data.get("builtin"), dict) else None,
     )
 
 

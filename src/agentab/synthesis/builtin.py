@@ -1,0 +1,74 @@
+"""Built-in run metrics: what every run measures by itself, without any validator (DESIGN §12).
+
+Read from the run's record (run.json: turns, tokens, cost, duration, as the harness's stream and
+the provider's replies stated them) and from its transcript (every tool call and its result, in
+the same format for every harness). Kept in measures.json under `builtin`; a scenario may name
+any of them in its metric contract, and a validator that returns a metric of the same name wins.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+BUILTIN_METRICS = (
+    "turns",
+    "tool_calls",
+    "tool_errors",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "duration_s",
+)
+
+# How harnesses write a command's exit status into a tool's result: pi "Command exited with code
+# 1", Codex "Process exited with code 1", Claude Code "Exit code 1", Gemini CLI "Exit Code: 1".
+EXIT_STATUS = re.compile(r"(?:exited with code|exit code:?|exit status:?)\s*(-?\d+)", re.IGNORECASE)
+
+# The synthesis warns about a cell where more than this share of tool calls failed: the
+# environment, not the treatment, is then being measured.
+FAILED_CALLS_WARNING = 0.5
+
+
+def builtin_metrics(run: dict, transcript: Path) -> dict:
+    """The built-in metrics of one run; a metric the files do not tell is null."""
+    facts = run.get("facts") or {}
+    tokens = facts.get("tokens") or {}
+    calls, errors = tool_call_counts(transcript)
+    return {
+        "turns": facts.get("turns"),
+        "tool_calls": calls,
+        "tool_errors": errors,
+        "input_tokens": tokens.get("input"),
+        "output_tokens": tokens.get("output"),
+        "cost_usd": facts.get("cost_usd"),
+        "duration_s": run.get("duration_s"),
+    }
+
+
+def tool_call_counts(transcript: Path) -> tuple[int | None, int | None]:
+    """Tool calls, and those that failed: marked failed by the harness, or whose result reports
+    a non-zero exit status, whatever the harness made of it."""
+    try:
+        lines = Path(transcript).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None, None
+    calls = errors = 0
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if entry.get("type") == "message":
+            calls += len(entry.get("tool_calls") or [])
+        elif entry.get("type") == "tool_result" and failed(entry):
+            errors += 1
+    return calls, errors
+
+
+def failed(result: dict) -> bool:
+    if result.get("is_error"):
+        return True
+    statuses = EXIT_STATUS.findall(str(result.get("output") or ""))
+    return bool(statuses) and int(statuses[-1]) != 0

@@ -1,0 +1,100 @@
+"""Built-in run metrics (DESIGN §12): counted from the run's record and transcript, usable in the
+metric contract without a validator, and a warning when most tool calls failed."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from agentab.scenario import load_scenario
+from agentab.synthesis.builtin import builtin_metrics, tool_call_counts
+from agentab.synthesis.measures import build_measures
+from agentab.synthesis.prose import failed_calls_warnings
+from agentab.validators import validator_output
+from tests.unit.test_measures import RUN, SCENARIO
+
+
+def transcript(tmp_path: Path, results: list[tuple[bool, str]]) -> Path:
+    lines = [{"type": "message", "role": "user", "text": "Fix it.", "tool_calls": []}]
+    for index, (is_error, output) in enumerate(results):
+        call = {"id": f"c{index}", "tool": "bash", "kind": "run", "input": {}, "command": "x"}
+        lines.append({"type": "message", "role": "assistant", "text": "", "tool_calls": [call]})
+        result = {"type": "tool_result", "id": f"c{index}", "tool": "bash"}
+        lines.append(result | {"output": output, "is_error": is_error})
+    path = tmp_path / "transcript.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_a_failed_call_is_one_the_harness_marked_or_that_exited_non_zero(tmp_path):
+    path = transcript(
+        tmp_path,
+        [
+            (True, "boom"),  # marked failed by the harness
+            (False, "python: command not found\n\nCommand exited with code 127"),  # pi
+            (False, "Process exited with code 1\nOutput:\nNo module named pytest"),  # Codex
+            (False, "Exit Code: 2"),  # Gemini CLI
+            (False, "Process exited with code 0\nOutput:\n3 passed"),
+            (False, "error: no exit status said, and not marked: not counted"),
+        ],
+    )
+    assert tool_call_counts(path) == (6, 4)
+    assert tool_call_counts(tmp_path / "absent.jsonl") == (None, None)
+
+
+def test_the_builtins_come_from_the_record_and_the_transcript(tmp_path):
+    run = {**RUN, "duration_s": 12.5, "facts": {**RUN["facts"], "turns": 3}}
+    builtin = builtin_metrics(run, transcript(tmp_path, [(False, "ok"), (True, "no")]))
+    assert builtin == {
+        "turns": 3,
+        "tool_calls": 2,
+        "tool_errors": 1,
+        "input_tokens": 10,
+        "output_tokens": 2,
+        "cost_usd": 0.01,
+        "duration_s": 12.5,
+    }
+
+
+@pytest.fixture
+def scenario(tmp_path: Path):
+    path = tmp_path / "scenario.toml"
+    text = textwrap.dedent(SCENARIO).replace(
+        'metrics = ["tests_pass", "turns", "readable"]',
+        'metrics = ["tests_pass", "turns", "readable", "tool_errors", "input_tokens"]',
+    )
+    path.write_text(text)
+    return load_scenario(path, check_etalon=False, check_bricks=False)
+
+
+def test_a_contract_metric_no_validator_returns_is_taken_from_the_builtins(scenario):
+    outputs = {
+        "tests": validator_output("tests", "script", {"tests_pass": True}),
+        "stream": validator_output("stream", "script", {"turns": 4}),
+    }
+    builtin = {"turns": 9, "tool_errors": 2, "input_tokens": None}
+    m = build_measures(scenario, scenario.cells[0], 1, RUN, outputs, builtin=builtin)
+    assert m["builtin"] == builtin
+    assert m["metrics"] == {"tests_pass": True, "turns": 4, "tool_errors": 2}  # a validator wins
+    assert m["status"] == "invalid" and m["pending"] == ["readable"]
+    assert m["problems"] == ["the run's files do not tell the built-in `input_tokens`"]
+
+
+def test_a_failed_run_keeps_its_builtins(scenario):
+    run = {**RUN, "outcome": {"status": "failed", "reason": "timeout"}}
+    m = build_measures(scenario, scenario.cells[0], 1, run, {}, builtin={"tool_calls": 5})
+    assert m["status"] == "failed" and m["builtin"] == {"tool_calls": 5}
+
+
+def test_the_synthesis_warns_where_most_tool_calls_failed():
+    def run(cell, calls, errors):
+        return SimpleNamespace(cell=cell, builtin={"tool_calls": calls, "tool_errors": errors})
+
+    cells = [SimpleNamespace(name="broken"), SimpleNamespace(name="fine")]
+    result = SimpleNamespace(runs=[run("broken", 4, 3), run("broken", 2, 1), run("fine", 4, 2)])
+    warnings = failed_calls_warnings(result, SimpleNamespace(cells=cells))
+    assert len(warnings) == 1 and warnings[0].startswith("`broken`: 4 of its 6 tool calls failed")
