@@ -18,10 +18,10 @@ from agentab.validators import validator_output
 from tests.unit.test_measures import RUN, SCENARIO
 
 
-def transcript(tmp_path: Path, results: list[tuple[bool, str]]) -> Path:
+def transcript(tmp_path: Path, results: list[tuple[bool, str]], kind: str = "run") -> Path:
     lines = [{"type": "message", "role": "user", "text": "Fix it.", "tool_calls": []}]
     for index, (is_error, output) in enumerate(results):
-        call = {"id": f"c{index}", "tool": "bash", "kind": "run", "input": {}, "command": "x"}
+        call = {"id": f"c{index}", "tool": "bash", "kind": kind, "input": {}, "command": "x"}
         lines.append({"type": "message", "role": "assistant", "text": "", "tool_calls": [call]})
         result = {"type": "tool_result", "id": f"c{index}", "tool": "bash"}
         lines.append(result | {"output": output, "is_error": is_error})
@@ -44,6 +44,9 @@ def test_a_failed_call_is_one_the_harness_marked_or_that_exited_non_zero(tmp_pat
     )
     assert tool_call_counts(path) == (6, 4)
     assert tool_call_counts(tmp_path / "absent.jsonl") == (None, None)
+    # A file that was read may say anything: only the harness's mark counts for it.
+    read = transcript(tmp_path, [(False, "Command exited with code 1"), (True, "")], kind="read")
+    assert tool_call_counts(read) == (2, 1)
 
 
 def test_the_builtins_come_from_the_record_and_the_transcript(tmp_path):

@@ -54,21 +54,26 @@ def tool_call_counts(transcript: Path) -> tuple[int | None, int | None]:
         lines = Path(transcript).read_text(encoding="utf-8").splitlines()
     except OSError:
         return None, None
-    calls = errors = 0
+    calls, errors, commands = 0, 0, set()
     for line in lines:
         try:
             entry = json.loads(line)
         except ValueError:
             continue
         if entry.get("type") == "message":
-            calls += len(entry.get("tool_calls") or [])
-        elif entry.get("type") == "tool_result" and failed(entry):
+            for call in entry.get("tool_calls") or []:
+                calls += 1
+                if call.get("kind") == "run":
+                    commands.add(call.get("id"))
+        elif entry.get("type") == "tool_result" and failed(entry, entry.get("id") in commands):
             errors += 1
     return calls, errors
 
 
-def failed(result: dict) -> bool:
+def failed(result: dict, is_command: bool) -> bool:
+    """Marked failed, or a command whose result reports a non-zero exit status (a file that was
+    read may say "exit code 1" without anything having failed)."""
     if result.get("is_error"):
         return True
-    statuses = EXIT_STATUS.findall(str(result.get("output") or ""))
+    statuses = EXIT_STATUS.findall(str(result.get("output") or "")) if is_command else []
     return bool(statuses) and int(statuses[-1]) != 0
