@@ -117,8 +117,10 @@ def test_seed_matrix_has_seven_cells_in_order(scenario_dir: Path) -> None:
 
 
 def test_check_prints_matrix_and_run_count(scenario_dir: Path, capsys) -> None:
-    assert main(["check", str(write(scenario_dir, SEED_MATRIX))]) == 0
+    state = ["--state", str(scenario_dir.parent / "state")]
+    assert main(["check", *state, str(write(scenario_dir, SEED_MATRIX))]) == 0
     out = capsys.readouterr().out
+    assert "does not have" not in out  # the demo policy edits calc.py, which the etalon has
     assert "cells (7)" in out and "7 cells × 10 repetitions = 70" in out
     assert out.index("nothing · high") < out.index("rule · off") < out.index("full stack")
 
@@ -536,3 +538,17 @@ def test_a_file_broken_since_the_workflow_checked_it_is_still_explained(
     with pytest.raises(ScenarioError) as caught:
         load_scenario(path, check_etalon=False, check_schema=False)
     assert key in caught.value.render()
+
+
+def test_check_warns_when_the_offline_policy_was_written_for_another_repository(
+    scenario_dir: Path, capsys
+) -> None:
+    # The demo policy reads and edits calc.py: on an etalon without it, every run would
+    # measure a policy acting on a file that is not there.
+    make_git_repo(scenario_dir / "other", {"src/lib.py": "x = 1\n"})
+    text = SEED_MATRIX.replace('repo = "calc"', 'repo = "other"')
+    state = ["--state", str(scenario_dir.parent / "state")]
+    assert main(["check", *state, str(write(scenario_dir, text))]) == 0
+    out = capsys.readouterr().out
+    assert "the offline policy 'demo' reads or edits calc.py, which etalon tag v1.0" in out
+    assert "Writing your own policy" in out

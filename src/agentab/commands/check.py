@@ -30,6 +30,12 @@ def register(subparsers) -> None:
         action="store_true",
         help="skip reaching the etalon repository (offline editing)",
     )
+    parser.add_argument(
+        "--state",
+        type=Path,
+        default=Path(".agentab"),
+        help="the state folder whose etalon mirrors are used (default .agentab)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -51,13 +57,16 @@ def run(args) -> int:
             )
             print(error.render(), file=sys.stderr)
         return 2
+    warnings = check_scale(scenario)
+    if not args.no_etalon:
+        warnings += policy_warnings(scenario, args.state / "mirrors")
     if args.json:
         report = {"ok": True, **scenario.as_dict(), "jobs": workflow_jobs(scenario)}
-        report["warnings"] = check_scale(scenario)
+        report["warnings"] = warnings
         report["receipt_limits"] = receipt_limits(scenario)
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
-        print(render_matrix(scenario))
+        print(render_matrix(scenario, warnings))
     return 0
 
 
@@ -79,7 +88,7 @@ def _shorten(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render_matrix(scenario: Scenario) -> str:
+def render_matrix(scenario: Scenario, warnings: list[str]) -> str:
     agent = scenario.agent
     lines = [
         f"scenario    {scenario.name}  ({scenario.path})",
@@ -103,7 +112,7 @@ def render_matrix(scenario: Scenario) -> str:
         f"jobs        {workflow_jobs(scenario)} (an agent run, {len(scored(scenario))} validators "
         "and a measure per run)",
     ]
-    lines += [f"warning     {warning}" for warning in check_scale(scenario)]
+    lines += [f"warning     {warning}" for warning in warnings]
     lines += [f"receipt     {limit}" for limit in receipt_limits(scenario)]
     return "\n".join(lines)
 
@@ -139,6 +148,42 @@ def receipt_limits(scenario: Scenario) -> list[str]:
                     f"{unprovable[brick.kind]}"
                 )
     return list(limits.values())
+
+
+def policy_warnings(scenario: Scenario, mirrors_dir: Path) -> list[str]:
+    """An offline policy written for another repository: it reads or edits a file that the
+    etalon's tag does not have (the demo's policy edits calc.py, whatever the etalon)."""
+    from agentab.etalon import pristine_checkout
+    from agentab.offline_model.policy import load_policy
+    from agentab.run.agent_run import offline_policy_source
+
+    models = {c.agent.model for c in scenario.cells if c.agent.provider == "offline"}
+    if not models:
+        return []
+    tree, _ = pristine_checkout(
+        scenario.etalon.location, scenario.etalon.tag, mirrors_dir.absolute()
+    )
+    warnings = []
+    for model in sorted(models):
+        policy = load_policy(offline_policy_source(scenario, model))
+        for path in sorted(policy_paths(policy) - {""}):
+            if not (tree / path).exists():
+                warnings.append(
+                    f"the offline policy {model!r} reads or edits {path}, which etalon tag "
+                    f"{scenario.etalon.tag} does not have: it was written for another repository "
+                    '(write one for this etalon: docs/harnesses.md, "Writing your own policy")'
+                )
+    return warnings
+
+
+def policy_paths(policy) -> set[str]:
+    """The files a policy's steps read or edit, alternatives included."""
+    paths = set()
+    for step in policy.steps:
+        for action in (step, step.get("otherwise") or {}):
+            if action.get("action") in ("read", "edit"):
+                paths.add(str(action.get("path") or ""))
+    return paths
 
 
 def scored(scenario: Scenario) -> list[str]:
