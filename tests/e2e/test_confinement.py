@@ -258,3 +258,27 @@ def snakemake_in(project: Path) -> subprocess.CompletedProcess:
         timeout=600,
         stdin=subprocess.DEVNULL,
     )
+
+
+def test_agentab_sandbox_shows_a_cells_view_and_runs_a_command_in_it(pi_installation):
+    state = pi_installation.root.parents[2]  # <state>/harnesses/pi/<version>
+    done = subprocess.run(
+        [
+            str(SNAKEMAKE.parent / "agentab"),
+            "sandbox",
+            str(REPO / "scenarios" / "demo" / "scenario.toml"),
+            "--cell",
+            "rule-off",
+            "--state",
+            str(state),
+            "--run",
+            "ls /opt/bricks/bricks; cat /proc/1/cmdline | tr '\\0' ' '; touch /usr/x",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    view, _, inside = done.stdout.partition("--- ")
+    assert "/workspace" in view and "/opt/bricks/bricks/run-tests.md" in view
+    assert "run-tests.md" in inside and str(state) not in inside
+    assert "Read-only file system" in done.stderr and done.returncode == 1
