@@ -40,6 +40,7 @@ from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_
 from agentab.run.receipts import build_receipt, receipt_summary, stated_usage
 from agentab.run.recording_proxy import PLACEHOLDER_KEY, endpoint_for, recording
 from agentab.run.sandbox import ENDPOINT_URL, Sandbox
+from agentab.run.setup import path_entries, run_setup
 from agentab.run.views import agent_view
 from agentab.scenario.bricks import content_sha256, place_in_clone
 
@@ -164,6 +165,7 @@ def run_agent(
     model_server,
     clone_folder: Path | None = None,
     confinement: str = BWRAP,
+    path: tuple[str, ...] = (),
 ) -> AgentRun:
     """Run the agent once in spec.clone, every request it makes to its model recorded on the
     way by `model_server` (the offline model, or the recording proxy to a provider). Raises
@@ -171,21 +173,22 @@ def run_agent(
 
     `clone_folder` (the folder made for the clone, if agentab made one) is removed with the
     agent if a later attempt finds it stale. Confined (`confinement`, config/config.yaml), the
-    agent sees `agent_view` and reaches its model at the sandbox's one endpoint."""
+    agent sees `agent_view` and reaches its model at the sandbox's one endpoint. `path`: folders
+    of the clone put first on its PATH (`[etalon] path`)."""
     files.folder.mkdir(parents=True, exist_ok=True)
     folders = [spec.scratch, *([clone_folder] if clone_folder else [])]
     with model_server as base_url:
         if confinement == NONE:
             spec = replace(spec, model_base_url=base_url)
-            return _run_prepared(harness, installation, spec, files, folders, None)
+            return _run_prepared(harness, installation, spec, files, folders, None, path)
         view = agent_view(spec.clone, spec.scratch, installation, spec.bricks)
         spec = replace(spec, model_base_url=ENDPOINT_URL, confined=True)
         sandbox = Sandbox(view, endpoint=base_url)
-        return _run_prepared(harness, installation, spec, files, folders, sandbox)
+        return _run_prepared(harness, installation, spec, files, folders, sandbox, path)
 
 
 def _run_prepared(
-    harness, installation, spec: RunSpec, files: RunFiles, folders, sandbox: Sandbox | None
+    harness, installation, spec: RunSpec, files: RunFiles, folders, sandbox: Sandbox | None, path
 ) -> AgentRun:
     if spec.scratch.exists():
         shutil.rmtree(spec.scratch)  # a retry never inherits a used config dir or HOME
@@ -193,6 +196,9 @@ def _run_prepared(
     if sandbox is not None:
         invocation = seen_from_inside(invocation, sandbox.view)
         harness.confined_at(Path(sandbox.view.cwd))
+    if path:
+        first = path_entries(path, sandbox.view.cwd if sandbox else str(spec.clone))
+        invocation.env["PATH"] = ":".join([*first, invocation.env.get("PATH", "")])
     for path, text in invocation.files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -382,9 +388,19 @@ def perform_run(
     bricks_folder = (own_folder or files.folder / f".bricks-{os.getpid()}") / "bricks"
     try:
         spec = replace(spec, bricks=frozen_bricks(spec.bricks, bricks_folder))
+        etalon = scenario.etalon
+        cache = work_root.absolute().parent / "cache"
+        run_setup(etalon, clone, files.folder / "setup.log", cache, files.lock, confinement)
         attempt_files = replace(files, model_requests=attempt_log)
         run = run_agent(
-            harness, installation, spec, attempt_files, model_server, own_folder, confinement
+            harness,
+            installation,
+            spec,
+            attempt_files,
+            model_server,
+            own_folder,
+            confinement,
+            etalon.path,
         )
         # Against the SHA recorded at clone time: the agent may move or delete the tag.
         files.patch.write_bytes(etalon_module.result_patch(clone, sha))

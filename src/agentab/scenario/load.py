@@ -176,4 +176,11 @@ def _etalon(raw: dict, sc_dir: Path) -> Etalon:
     repo = raw["repo"]
     is_url = re.match(r"^[a-z][a-z0-9+.-]*://", repo) or re.match(r"^[^/]+@[^/]+:", repo)
     location = repo if is_url else str((sc_dir / repo).resolve())
-    return Etalon(repo=repo, tag=raw["tag"], location=location)
+    return Etalon(
+        repo=repo,
+        tag=raw["tag"],
+        location=location,
+        setup=tuple(raw.get("setup") or ()),
+        path=tuple(raw.get("path") or ()),
+        setup_timeout_s=parse_duration(raw.get("setup_timeout", "10m")),
+    )

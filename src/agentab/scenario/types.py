@@ -34,6 +34,17 @@ class Etalon:
     repo: str  # as written in the scenario
     tag: str
     location: str  # absolute path or URL
+    setup: tuple[str, ...] = ()  # shell commands run in every fresh checkout (DESIGN §12)
+    path: tuple[str, ...] = ()  # folders of the checkout put first on PATH
+    setup_timeout_s: float = 600.0
+
+    def as_param(self) -> dict:
+        """What of the etalon decides a run: its setup only when it has one, so that a scenario
+        without setup keeps the params (and the up-to-date runs) it had."""
+        param = {"repo": self.repo, "tag": self.tag}
+        if self.setup or self.path:
+            param |= {"setup": list(self.setup), "path": list(self.path)}
+        return param
 
 
 @dataclass(frozen=True)

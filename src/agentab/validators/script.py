@@ -14,6 +14,7 @@ from pathlib import Path
 from agentab.run.confinement import NONE, View
 from agentab.run.process import CannotStart, run_process
 from agentab.run.sandbox import Sandbox
+from agentab.run.setup import path_entries
 from agentab.run.views import validator_view
 from agentab.validators import ValidatorJob, invalid_output, validator_output, validator_timeout_s
 
@@ -34,8 +35,9 @@ def script_env(job: ValidatorJob) -> dict[str, str]:
     packages (a copy of the project measured, say) are not the run's."""
     home = script_home(job)
     home.mkdir(parents=True, exist_ok=True)
+    first = path_entries(job.path, str(job.workdir))
     return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "PATH": ":".join([*first, "/usr/local/bin:/usr/bin:/bin"]),
         "HOME": str(home),
         "TMPDIR": str(home),
         "LC_ALL": "C.UTF-8",

@@ -17,6 +17,7 @@ from pathlib import Path
 from agentab.etalon import checkout_with_patch
 from agentab.files import write_json
 from agentab.run.process import end_stale_twin
+from agentab.run.setup import run_setup
 from agentab.validators import JudgeSettings, invalid_output, prepare_job
 from agentab.validators.context import build_context
 
@@ -86,6 +87,11 @@ def validate_run(
             lock_path=files.lock,
             confinement=confinement,
         )
+        if spec.mode == "script":  # a judge gets no checkout
+            cache = work_root.absolute().parent / "cache"
+            log = files.audit / "setup.log"
+            run_setup(scenario.etalon, job.workdir, log, cache, files.lock, confinement)
+            job.path = scenario.etalon.path
         output = run_validator(job)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -140,7 +140,7 @@ class Workflow:
     def _run_params(self) -> dict[tuple[str, str], str]:
         return {
             (name, c.slug): as_param(
-                {"etalon": {"repo": sc.etalon.repo, "tag": sc.etalon.tag}, **c.run_config()}
+                {"etalon": sc.etalon.as_param(), **c.run_config()}
             )
             for name, sc in self.scenarios.items()
             for c in sc.cells
@@ -152,7 +152,7 @@ class Workflow:
         return {
             (name, c.slug): (
                 str(self.layout.harness_marker(c.agent.harness, c.agent.version)),
-                _minutes_with_margin(c.agent.timeout_s),
+                _minutes_with_margin(c.agent.timeout_s + setup_time_s(sc.etalon)),
             )
             for name, sc in self.scenarios.items()
             for c in sc.cells
@@ -173,8 +173,11 @@ class Workflow:
         for name, sc in self.scenarios.items():
             for validator, spec in sc.validators.items():
                 files = {rel: _digest(sc.dir / rel) for rel in _validator_files(spec)}
-                params = as_param({"validator": spec.as_dict(), "files": files})
-                table[name, validator] = (params, _minutes_with_margin(validator_timeout_s(spec)))
+                decided = {"validator": spec.as_dict(), "files": files}
+                if sc.etalon.setup or sc.etalon.path:  # its checkout is set up too
+                    decided["etalon"] = sc.etalon.as_param()
+                limit = validator_timeout_s(spec) + setup_time_s(sc.etalon)
+                table[name, validator] = (as_param(decided), _minutes_with_margin(limit))
         return table
 
     def warm_modules(self) -> list[str]:
@@ -255,6 +258,11 @@ class Workflow:
         """The package files that decide the synthesis: editing one reruns only the synthesis."""
         root = Path(agentab.__file__).parent
         return [str(root / n) for n in SYNTHESIS_CODE if (root / n).exists()]
+
+
+def setup_time_s(etalon) -> float:
+    """What the etalon's setup may add to a job's time limit."""
+    return etalon.setup_timeout_s if etalon.setup else 0.0
 
 
 def check_provider_endpoints(scenarios, endpoints: dict[str, str]) -> None:

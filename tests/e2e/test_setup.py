@@ -1,0 +1,116 @@
+"""The etalon's environment (DESIGN §12) through the real workflow and the real pi: `[etalon]
+setup` runs in every fresh checkout with the network, `path` comes first on the agent's and the
+validators' PATH, what setup made stays out of the patch, and a failed setup is a fault."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import threading
+
+import pytest
+
+from tests.e2e.workflow import make_project, set_agent, snakemake
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+USES_THE_TOOL = """
+[policy]
+description = "Runs the tool the etalon's setup installed."
+
+[[steps]]
+id = "tool"
+action = "run"
+command = "zqtool"
+
+[final]
+text = "Done."
+"""
+
+TOOL_VALIDATOR = """#!/bin/sh
+# Scores whether the setup's tool is on this validator's PATH too.
+if out=$(zqtool 2>&1); then seen=true; else seen=false; fi
+printf '{"metrics": {"tool_seen": %s}, "reasons": {"tool_seen": "%s"}}\\n' "$seen" "$out"
+"""
+
+
+class Counting(http.server.BaseHTTPRequestHandler):
+    hits = 0
+
+    def do_GET(self):
+        Counting.hits += 1
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def with_setup(project, setup: list[str], path: list[str]) -> None:
+    scenario = project / "demo" / "scenario.toml"
+    lines = f"setup = {json.dumps(setup)}\npath = {json.dumps(path)}\n"
+    text = re.sub(
+        r'(?m)^(tag = "v1.0".*)$', lambda m: m.group(1) + "\n" + lines, scenario.read_text()
+    )
+    scenario.write_text(text)
+
+
+def test_setup_runs_in_every_checkout_and_its_path_comes_first(tmp_path, pi_installation):
+    project = make_project(tmp_path / "project", pi_installation.root.parents[1], repetitions=1)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Counting)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    Counting.hits = 0
+    port = server.server_address[1]
+    with_setup(
+        project,
+        [
+            "mkdir -p tools/bin",
+            "printf '#!/bin/sh\\necho tool-from-setup\\n' > tools/bin/zqtool",
+            "chmod +x tools/bin/zqtool",
+            # the network, which neither the agent nor a validator has
+            f"python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:{port}/')\"",
+            "echo cached > /cache/zq-marker",
+        ],
+        ["tools/bin"],
+    )
+    (project / "demo" / "tool.toml").write_text(USES_THE_TOOL)
+    set_agent(project, model="tool.toml", timeout="2m")
+    validator = project / "demo" / "validators" / "tool.sh"
+    validator.write_text(TOOL_VALIDATOR)
+    validator.chmod(0o755)
+    scenario = project / "demo" / "scenario.toml"
+    scenario.write_text(
+        scenario.read_text()
+        + '\n[validators.tool]\nmode = "script"\nrun = ["validators/tool.sh"]\n'
+    )
+    try:
+        result = snakemake(project)
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    runs = sorted((project / "results" / "demo" / "runs").glob("*/r01"))
+    assert len(runs) == 4
+    for run in runs:
+        assert "tool-from-setup" in (run / "transcript.jsonl").read_text()  # the agent ran it
+        assert "tools/" not in (run / "result.patch").read_text()  # setup's files: no work
+        tool = json.loads((run / "validators" / "tool.json").read_text())
+        assert tool["metrics"] == {"tool_seen": True}, tool
+        record = json.loads((run / "run.json").read_text())
+        assert record["env"]["PATH"].startswith("/workspace/tools/bin:")
+    # one setup per checkout: each run's clone and each of its 4 script validators' checkouts
+    assert Counting.hits == 4 * (1 + 4)
+    assert (project / ".agentab" / "cache" / "zq-marker").read_text() == "cached\n"
+
+
+def test_a_failed_setup_is_a_fault_with_its_log_kept(tmp_path, pi_installation):
+    project = make_project(tmp_path / "project", pi_installation.root.parents[1], repetitions=1)
+    with_setup(project, ["echo zq-broken-setup", "exit 3"], [])
+    result = snakemake(project, "--retries", "0")
+    assert result.returncode != 0
+    assert "Traceback" not in result.stdout + result.stderr
+    run = project / "results" / "demo" / "runs" / "nothing-off" / "r01"
+    assert "zq-broken-setup" in (run / "setup.log").read_text()
+    faults = (run / "faults.jsonl").read_text()
+    assert "the etalon's setup failed (exit status 3): zq-broken-setup" in faults
+    assert not (run / "run.json").exists()
