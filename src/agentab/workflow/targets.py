@@ -139,9 +139,7 @@ class Workflow:
     @cached_property
     def _run_params(self) -> dict[tuple[str, str], str]:
         return {
-            (name, c.slug): as_param(
-                {"etalon": sc.etalon.as_param(), **c.run_config()}
-            )
+            (name, c.slug): as_param({"etalon": sc.etalon.as_param(), **c.run_config()})
             for name, sc in self.scenarios.items()
             for c in sc.cells
         }
