@@ -3,8 +3,9 @@
 A confined agent has no network (`--unshare-net`): a loopback of its own, on which nothing
 listens. Its model endpoint (the offline model, or the recording proxy of a real provider) runs
 outside, in the run's step. agentab opens a listening socket *inside* the sandbox's network
-namespace, from a thread of its own that enters that namespace for the length of one `socket()`
-call, before the sandbox's command starts (bwrap waits on `--block-fd` until then). Each
+namespace before the sandbox's command starts (bwrap waits on `--block-fd` until then): root
+from a thread that enters that namespace for one `socket()` call, anyone else through a
+one-shot helper process (`listen_inside`). Each
 connection made to it is carried to the endpoint outside. So the agent reaches exactly one
 address, the same in every run (`ENDPOINT_URL`), and nothing of another run, of agentab or of
 the machine; no process of ours runs inside, where the agent could see or end it.
