@@ -14,12 +14,11 @@ from pathlib import Path, PurePosixPath
 
 from agentab.etalon import exclude_from_git, git
 from agentab.harnesses.base import HarnessFault
-from agentab.run.confinement import NONE, View
+from agentab.run.confinement import NONE
 from agentab.run.process import CannotStart, run_process
 from agentab.run.sandbox import Sandbox
-from agentab.run.views import WORKSPACE
+from agentab.run.views import CACHE, WORKSPACE, setup_view
 
-CACHE = "/cache"  # the shared download cache, inside the setup's sandbox
 SHOWN_LINES = 5
 
 
@@ -48,9 +47,8 @@ def run_setup(etalon, checkout: Path, log: Path, cache: Path, lock: Path, confin
     if confinement == NONE:
         argv, env, cwd = ["/bin/sh", "-c", script], setup_env(str(cache), str(cache)), checkout
     else:
-        view = View(writable={checkout: WORKSPACE, cache: CACHE}, cwd=WORKSPACE, network=True)
         argv, env, cwd = ["/bin/sh", "-c", script], setup_env(CACHE, "/tmp"), Path(WORKSPACE)
-        sandbox = Sandbox(view)
+        sandbox = Sandbox(setup_view(checkout, cache))
     try:
         result = run_process(
             argv,

@@ -18,6 +18,7 @@ BRICKS = "/opt/bricks"  # the cell's bricks, read-only, at their paths as writte
 VALIDATOR = "/opt/validator"  # a validator script's folder, read-only
 INPUTS = "/inputs"  # a validator's context file, transcript and patch, read-only
 HOME = "/home/validator"  # a validator's HOME and TMPDIR
+CACHE = "/cache"  # the setup's download cache, shared across runs
 
 
 def agent_view(clone: Path, scratch: Path, installation, bricks) -> View:
@@ -47,4 +48,11 @@ def validator_view(
         writable={Path(checkout): WORKSPACE, Path(home): HOME},
         cwd=WORKSPACE,
         network=network,
+    )
+
+
+def setup_view(checkout: Path, cache: Path) -> View:
+    """The etalon's setup: its checkout and the shared download cache writable, the network."""
+    return View(
+        writable={Path(checkout): WORKSPACE, Path(cache): CACHE}, cwd=WORKSPACE, network=True
     )
