@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.workflow import REPO, SNAKEMAKE, make_project, set_agent
+from tests.e2e.workflow import REPO, SNAKEMAKE, Counting, make_project, set_agent
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -58,18 +58,6 @@ def attack_policy(project: Path, port: int, scenario: str = "demo") -> str:
         'command = "python3 -m unittest"\n'
         '\n[final]\ntext = "Done."\n\n[judge]\ndefault_chance = 0.5\n'
     )
-
-
-class Counting(http.server.BaseHTTPRequestHandler):
-    hits = 0
-
-    def do_GET(self):
-        Counting.hits += 1
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
 
 
 def digest(path: Path) -> str:

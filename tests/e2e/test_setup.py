@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from tests.e2e.workflow import make_project, set_agent, snakemake
+from tests.e2e.workflow import Counting, make_project, set_agent, snakemake
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -33,18 +33,6 @@ TOOL_VALIDATOR = """#!/bin/sh
 if out=$(zqtool 2>&1); then seen=true; else seen=false; fi
 printf '{"metrics": {"tool_seen": %s}, "reasons": {"tool_seen": "%s"}}\\n' "$seen" "$out"
 """
-
-
-class Counting(http.server.BaseHTTPRequestHandler):
-    hits = 0
-
-    def do_GET(self):
-        Counting.hits += 1
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
 
 
 def with_setup(project, setup: list[str], path: list[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import re
 import shutil
@@ -17,6 +18,21 @@ from tests.processes import default_stop_signals
 REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).parent / "snakemake"
 WORKFLOW_FILES = ("Snakefile", "rules", "scripts", "config", "profiles", "envs")
+
+
+class Counting(http.server.BaseHTTPRequestHandler):
+    """A server on 127.0.0.1 that counts who reached it: what a sandbox must not reach, or what
+    only the etalon's setup may (set `Counting.hits = 0` first)."""
+
+    hits = 0
+
+    def do_GET(self):
+        Counting.hits += 1
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
 
 
 def make_project(
