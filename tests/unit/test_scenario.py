@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -552,3 +553,40 @@ def test_check_warns_when_the_offline_policy_was_written_for_another_repository(
     out = capsys.readouterr().out
     assert "the offline policy 'demo' reads or edits calc.py, which etalon tag v1.0" in out
     assert "Writing your own policy" in out
+
+
+def test_check_warns_when_the_etalon_declares_dependencies_but_no_setup(
+    scenario_dir: Path, capsys
+) -> None:
+    make_git_repo(scenario_dir / "lib", {"calc.py": "x = 1\n", "pyproject.toml": "[project]\n"})
+    text = SEED_MATRIX.replace('repo = "calc"', 'repo = "lib"')
+    state = ["--state", str(scenario_dir.parent / "state")]
+    assert main(["check", *state, str(write(scenario_dir, text))]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "declares dependencies (pyproject.toml) but the scenario declares no [etalon] setup" in out
+    )
+    with_setup = text.replace('tag = "v1.0"', 'tag = "v1.0"\nsetup = ["true"]')
+    assert main(["check", *state, str(write(scenario_dir, with_setup))]) == 0
+    assert "declares dependencies" not in capsys.readouterr().out
+
+
+def test_check_setup_runs_the_setup_once_and_says_what_it_made(scenario_dir: Path, capsys) -> None:
+    text = SEED_MATRIX.replace(
+        'tag = "v1.0"',
+        'tag = "v1.0"\nsetup = ["python3 -m venv .venv"]\npath = [".venv/bin"]',
+    )
+    state = ["--state", str(scenario_dir.parent / "state")]
+    assert main(["check", "--setup", *state, str(write(scenario_dir, text))]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"setup      ran in [0-9.]+s; it made \.venv/", err), err
+    assert re.search(r"environment pip==[0-9]", err), err
+    assert not list((scenario_dir.parent / "state" / "work").iterdir())  # nothing left behind
+
+
+def test_check_setup_shows_a_failed_setup_and_its_output(scenario_dir: Path, capsys) -> None:
+    text = SEED_MATRIX.replace('tag = "v1.0"', 'tag = "v1.0"\nsetup = ["echo zq-why; false"]')
+    state = ["--state", str(scenario_dir.parent / "state")]
+    assert main(["check", "--setup", *state, str(write(scenario_dir, text))]) == 2
+    err = capsys.readouterr().err
+    assert "the etalon's setup failed (exit status 1): zq-why" in err and "Traceback" not in err

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from agentab.commands.etalon_checks import etalon_warnings, try_setup
 from agentab.errors import ScenarioError
 from agentab.scenario import Cell, Scenario, load_scenario
 from agentab.scenario.rules import check_scale
@@ -29,6 +30,11 @@ def register(subparsers) -> None:
         "--no-etalon",
         action="store_true",
         help="skip reaching the etalon repository (offline editing)",
+    )
+    parser.add_argument(
+        "--setup",
+        action="store_true",
+        help="run the etalon's [etalon] setup once on a fresh clone and say what it took and made",
     )
     parser.add_argument(
         "--state",
@@ -59,7 +65,9 @@ def run(args) -> int:
         return 2
     warnings = check_scale(scenario)
     if not args.no_etalon:
-        warnings += policy_warnings(scenario, args.state / "mirrors")
+        warnings += etalon_warnings(scenario, args.state / "mirrors")
+    if args.setup:
+        print(try_setup(scenario, args.state), file=sys.stderr)
     if args.json:
         report = {"ok": True, **scenario.as_dict(), "jobs": workflow_jobs(scenario)}
         report["warnings"] = warnings
@@ -148,42 +156,6 @@ def receipt_limits(scenario: Scenario) -> list[str]:
                     f"{unprovable[brick.kind]}"
                 )
     return list(limits.values())
-
-
-def policy_warnings(scenario: Scenario, mirrors_dir: Path) -> list[str]:
-    """An offline policy written for another repository: it reads or edits a file that the
-    etalon's tag does not have (the demo's policy edits calc.py, whatever the etalon)."""
-    from agentab.etalon import pristine_checkout
-    from agentab.offline_model.policy import load_policy
-    from agentab.run.agent_run import offline_policy_source
-
-    models = {c.agent.model for c in scenario.cells if c.agent.provider == "offline"}
-    if not models:
-        return []
-    tree, _ = pristine_checkout(
-        scenario.etalon.location, scenario.etalon.tag, mirrors_dir.absolute()
-    )
-    warnings = []
-    for model in sorted(models):
-        policy = load_policy(offline_policy_source(scenario, model))
-        for path in sorted(policy_paths(policy) - {""}):
-            if not (tree / path).exists():
-                warnings.append(
-                    f"the offline policy {model!r} reads or edits {path}, which etalon tag "
-                    f"{scenario.etalon.tag} does not have: it was written for another repository "
-                    '(write one for this etalon: docs/harnesses.md, "Writing your own policy")'
-                )
-    return warnings
-
-
-def policy_paths(policy) -> set[str]:
-    """The files a policy's steps read or edit, alternatives included."""
-    paths = set()
-    for step in policy.steps:
-        for action in (step, step.get("otherwise") or {}):
-            if action.get("action") in ("read", "edit"):
-                paths.add(str(action.get("path") or ""))
-    return paths
 
 
 def scored(scenario: Scenario) -> list[str]:

@@ -1,0 +1,138 @@
+"""What `agentab check` says of a scenario against its etalon's tree: an offline policy written
+for another repository, test dependencies without a setup, and a trial of the setup itself."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import time
+from pathlib import Path
+
+from agentab import etalon
+from agentab.errors import AgentabError
+
+# Files that say a repository needs an environment of its own to run its tests.
+DEPENDENCY_FILES = (
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "requirements-dev.txt",
+    "tox.ini",
+    "package.json",
+)
+
+
+def etalon_warnings(scenario, mirrors_dir: Path) -> list[str]:
+    tree, _ = etalon.pristine_checkout(
+        scenario.etalon.location, scenario.etalon.tag, mirrors_dir.absolute()
+    )
+    return policy_warnings(scenario, tree) + environment_warnings(scenario, tree)
+
+
+def environment_warnings(scenario, tree: Path) -> list[str]:
+    """An etalon that declares dependencies, in a scenario that declares no setup: the agent's
+    tests and the validators would run without them (or on a copy installed elsewhere)."""
+    if scenario.etalon.setup:
+        return []
+    found = [name for name in DEPENDENCY_FILES if (tree / name).is_file()]
+    found += sorted(p.name for p in tree.glob("requirements*/*.txt"))[:1]
+    if not found:
+        return []
+    return [
+        f"etalon tag {scenario.etalon.tag} declares dependencies ({', '.join(found)}) but the "
+        "scenario declares no [etalon] setup: the agent and the validators get the system's "
+        'tools only (docs/scenario.md, "Its environment")'
+    ]
+
+
+def policy_warnings(scenario, tree: Path) -> list[str]:
+    """An offline policy written for another repository: it reads or edits a file that the
+    etalon's tag does not have (the demo's policy edits calc.py, whatever the etalon)."""
+    from agentab.offline_model.policy import load_policy
+    from agentab.run.agent_run import offline_policy_source
+
+    models = {c.agent.model for c in scenario.cells if c.agent.provider == "offline"}
+    if not models:
+        return []
+    warnings = []
+    for model in sorted(models):
+        policy = load_policy(offline_policy_source(scenario, model))
+        for path in sorted(policy_paths(policy) - {""}):
+            if not (tree / path).exists():
+                warnings.append(
+                    f"the offline policy {model!r} reads or edits {path}, which etalon tag "
+                    f"{scenario.etalon.tag} does not have: it was written for another repository "
+                    '(write one for this etalon: docs/harnesses.md, "Writing your own policy")'
+                )
+    return warnings
+
+
+def policy_paths(policy) -> set[str]:
+    """The files a policy's steps read or edit, alternatives included."""
+    paths = set()
+    for step in policy.steps:
+        for action in (step, step.get("otherwise") or {}):
+            if action.get("action") in ("read", "edit"):
+                paths.add(str(action.get("path") or ""))
+    return paths
+
+
+def try_setup(scenario, state: Path) -> str:
+    """Run the setup once on a fresh clone, as a run would (confined, with the network and the
+    shared cache), and say how long it took and what it made."""
+    from agentab.run.setup import run_setup
+
+    if not scenario.etalon.setup:
+        return "setup      none declared ([etalon] setup): nothing to try"
+    folder = (state / "work").absolute() / secrets.token_hex(10)
+    clone, cache = folder / "checkout", (state / "cache").absolute()
+    try:
+        etalon.fresh_clone(
+            scenario.etalon.location, scenario.etalon.tag, clone, (state / "mirrors").absolute()
+        )
+        started = time.monotonic()
+        log = folder / "setup.log"
+        try:
+            run_setup(
+                scenario.etalon, clone, log, (state / "cache").absolute(), folder / "lock", "bwrap"
+            )
+        except AgentabError as error:
+            raise AgentabError(
+                f"{error.render()}\n{log.read_text(errors='replace')[-3000:]}"
+            ) from None
+        took = time.monotonic() - started
+        made = etalon.git("status", "--porcelain", "--ignored", cwd=clone).split("\n")
+        lines = [
+            f"setup      ran in {took:.1f}s; it made {', '.join(m[3:] for m in made if m) or 'nothing'}"
+        ]
+        lines += [
+            f"environment {line}" for line in python_environment(clone, scenario.etalon.path, cache)
+        ]
+        return "\n".join(lines)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def python_environment(clone: Path, path: tuple[str, ...], cache: Path) -> list[str]:
+    """The packages of the first Python on the setup's `path`, as `pip freeze` lists them. Run
+    in the setup's sandbox: the environment's own code (a .pth file, say) runs there too."""
+    from agentab.run.process import run_process
+    from agentab.run.sandbox import Sandbox
+    from agentab.run.views import WORKSPACE, setup_view
+
+    for entry in path:
+        if (clone / entry / "python").exists():
+            out, err = clone.parent / "freeze.txt", clone.parent / "freeze.err"
+            run_process(
+                [f"{WORKSPACE}/{entry}/python", "-m", "pip", "freeze", "--all"],
+                env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"},
+                cwd=Path(WORKSPACE),
+                stdout_path=out,
+                stderr_path=err,
+                timeout_s=120,
+                lock_path=clone.parent / "freeze.lock",
+                sandbox=Sandbox(setup_view(clone, cache)),
+            )
+            return out.read_text().splitlines() or [err.read_text().strip()[-300:]]
+    return []
