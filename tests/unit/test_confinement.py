@@ -269,3 +269,30 @@ def test_where_no_sandbox_can_start_nothing_runs_unless_a_person_says_none(monke
         require_sandbox("none")  # the person's choice, recorded in every run.json
     finally:
         confinement.sandbox_problem.cache_clear()
+
+
+def test_the_endpoint_waits_while_the_loopback_has_no_address_yet(monkeypatch):
+    # Seen once in CI: the bind inside a sandbox just reported by bwrap failed with
+    # EADDRNOTAVAIL, before bwrap had set up its loopback. The bind is retried, for a while.
+    import errno as errnos
+    import socket as sockets
+
+    from agentab.run import sandbox
+
+    refusals = [2]
+    real_bind = sockets.socket.bind
+
+    def bind(self, address):
+        if refusals[0]:
+            refusals[0] -= 1
+            raise OSError(errnos.EADDRNOTAVAIL, "Cannot assign requested address")
+        return real_bind(self, address)
+
+    monkeypatch.setattr(sockets.socket, "bind", bind)
+    listener = sandbox.listen_on_loopback(0)
+    assert refusals == [0] and listener.getsockname()[0] == "127.0.0.1"
+    listener.close()
+    monkeypatch.setattr(sandbox, "LOOPBACK_WAIT_S", 0.05)
+    refusals[0] = 10**6
+    with pytest.raises(OSError, match="Cannot assign"):
+        sandbox.listen_on_loopback(0)

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import socket
 import threading
+import time
 from urllib.parse import urlsplit
 
 from agentab.run.confinement import View, bwrap_argv, hidden_options, info_child_pid
@@ -27,6 +29,7 @@ ENDPOINT_PORT = 8017
 ENDPOINT_URL = f"http://127.0.0.1:{ENDPOINT_PORT}"
 CLONE_NEWNET = 0x40000000
 CHUNK = 64 * 1024
+LOOPBACK_WAIT_S = 5.0
 
 
 class SandboxError(OSError):
@@ -122,8 +125,17 @@ user = fcntl.ioctl(net, 0xB701)
 for fd, kind in ((user, 0x10000000), (net, 0x40000000)):
     if libc.setns(fd, kind) != 0:
         sys.exit(f"setns: {os.strerror(ctypes.get_errno())}")
+import errno, time
 listener = socket.socket()
-listener.bind(("127.0.0.1", port))
+deadline = time.monotonic() + 5
+while True:  # bwrap brings the sandbox's loopback up a moment after it reports the sandbox
+    try:
+        listener.bind(("127.0.0.1", port))
+        break
+    except OSError as error:
+        if error.errno != errno.EADDRNOTAVAIL or time.monotonic() > deadline:
+            raise
+        time.sleep(0.002)
 listener.listen(64)
 socket.send_fds(socket.socket(fileno=channel), [b"ok"], [listener.fileno()])
 """
@@ -157,14 +169,11 @@ def listen_from_a_thread(pid: int, port: int) -> socket.socket:
             namespace = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
             try:
                 if _libc().setns(namespace, CLONE_NEWNET) != 0:
-                    errno = ctypes.get_errno()
-                    raise OSError(errno, f"setns: {os.strerror(errno)}")  # EPERM: not root
+                    code = ctypes.get_errno()
+                    raise OSError(code, f"setns: {os.strerror(code)}")  # EPERM: not root
             finally:
                 os.close(namespace)
-            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            listener.bind(("127.0.0.1", port))
-            listener.listen(64)
-            found["socket"] = listener
+            found["socket"] = listen_on_loopback(port)
         except OSError as error:
             found["error"] = error
 
@@ -174,6 +183,25 @@ def listen_from_a_thread(pid: int, port: int) -> socket.socket:
     if "error" in found:
         raise found["error"]
     return found["socket"]
+
+
+def listen_on_loopback(port: int) -> socket.socket:
+    """Listen on 127.0.0.1:`port` of the calling thread's network namespace. bwrap brings the
+    sandbox's loopback up a moment after it reports the sandbox, and until then 127.0.0.1 is no
+    address of it (EADDRNOTAVAIL: seen once in CI): wait for it, a few seconds at most."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    deadline = time.monotonic() + LOOPBACK_WAIT_S
+    while True:
+        try:
+            listener.bind(("127.0.0.1", port))
+            break
+        except OSError as error:
+            if error.errno != errno.EADDRNOTAVAIL or time.monotonic() > deadline:
+                listener.close()
+                raise
+            time.sleep(0.002)
+    listener.listen(64)
+    return listener
 
 
 def _libc():
