@@ -29,6 +29,7 @@ How a process is started, timed out and cleaned up is not an adapter's business:
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,6 +129,17 @@ def transcript_result(call_id: str, tool: str, output: str, is_error: bool) -> d
         "output": output,
         "is_error": is_error,
     }
+
+
+def stream_events(path: Path):
+    """The JSON objects of a harness's raw stream, one a line; a line that is not one is skipped."""
+    for line in path.read_bytes().split(b"\n"):
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            yield event
 
 
 # What `sent_thinking` answers when any reasoning setting is right (see the module's docstring).

@@ -36,6 +36,7 @@ from agentab.harnesses.base import (
     RunSpec,
     StreamFacts,
     provider_error,
+    stream_events,
     transcript_call,
     transcript_message,
     transcript_result,
@@ -271,16 +272,6 @@ def leading_status(message: str) -> int | None:
     """pi writes a provider's error as `<HTTP status>: <body>`."""
     found = re.match(r"\s*(\d{3})\b", message)
     return int(found.group(1)) if found else None
-
-
-def stream_events(path: Path):
-    for line in path.read_bytes().split(b"\n"):
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict):
-            yield event
 
 
 TOOL_KINDS = {"read": "read", "edit": "edit", "write": "write", "bash": "run"}

@@ -13,21 +13,11 @@ from pathlib import Path
 
 from agentab.harnesses.base import (
     StreamFacts,
+    stream_events,
     transcript_call,
     transcript_message,
     transcript_result,
 )
-
-
-def stream_events(path: Path):
-    for line in path.read_bytes().split(b"\n"):
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict):
-            yield event
-
 
 TOKEN_FIELDS = {
     "input": "input_tokens",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agentab.harnesses.base import (
     StreamFacts,
+    stream_events,
     transcript_call,
     transcript_message,
     transcript_result,
@@ -22,16 +23,6 @@ from agentab.harnesses.base import (
 # exec --json item types that are tool calls, and the neutral kind of each.
 TOOL_ITEMS = {"command_execution", "file_change", "mcp_tool_call", "web_search"}
 STATUS_IN_MESSAGE = re.compile(r"\b(?:status:?|status code:?)\s*(\d{3})\b", re.IGNORECASE)
-
-
-def stream_events(path: Path):
-    for line in path.read_bytes().split(b"\n"):
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict):
-            yield event
 
 
 def read_codex_stream(path: Path) -> StreamFacts:

@@ -7,28 +7,18 @@ the part that only parses what Gemini CLI printed, and imports nothing of the ad
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from agentab.harnesses.base import (
     StreamFacts,
+    stream_events,
     transcript_call,
     transcript_message,
     transcript_result,
 )
 
 API_STATUS = re.compile(r'"code"\s*:\s*(\d{3})|\bstatus[ :]+(\d{3})\b')
-
-
-def stream_events(path: Path):
-    for line in path.read_bytes().split(b"\n"):
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict):
-            yield event
 
 
 def read_gemini_stream(path: Path) -> StreamFacts:
