@@ -331,10 +331,13 @@ def changed_files(patch: bytes) -> list[str]:
 
 
 def checkout_with_patch(
-    location: str, tag: str, patch_file: Path, dest: Path, mirrors_dir: Path
+    location: str, tag: str, patch_file: Path, dest: Path, mirrors_dir: Path, before_patch=None
 ) -> str:
-    """A fresh checkout of etalon + patch: how a validator sees a run's result, on its own."""
+    """A fresh checkout of etalon + patch: how a validator sees a run's result, on its own.
+    `before_patch(dest)` runs on the checkout as tagged (the etalon's setup)."""
     sha = fresh_clone(location, tag, dest, mirrors_dir)
+    if before_patch is not None:
+        before_patch(dest)
     if Path(patch_file).stat().st_size:
         git("apply", "--binary", "--whitespace=nowarn", str(Path(patch_file).absolute()), cwd=dest)
     return sha

@@ -12,8 +12,8 @@ import pytest
 
 from agentab.scenario import load_scenario
 from agentab.synthesis.builtin import builtin_metrics, tool_call_counts
+from agentab.synthesis.environment import differing_environments, failed_calls_warnings
 from agentab.synthesis.measures import build_measures
-from agentab.synthesis.prose import failed_calls_warnings
 from agentab.validators import validator_output
 from tests.unit.test_measures import RUN, SCENARIO
 
@@ -101,3 +101,16 @@ def test_the_synthesis_warns_where_most_tool_calls_failed():
     result = SimpleNamespace(runs=[run("broken", 4, 3), run("broken", 2, 1), run("fine", 4, 2)])
     warnings = failed_calls_warnings(result, SimpleNamespace(cells=cells))
     assert len(warnings) == 1 and warnings[0].startswith("`broken`: 4 of its 6 tool calls failed")
+
+
+def test_runs_that_got_different_environments_are_named():
+    def run(name, digest):
+        return SimpleNamespace(run=name, provenance={"environment_sha256": digest})
+
+    same = [run(f"ref/r{n:02d}", "a" * 64) for n in range(1, 5)]
+    result = SimpleNamespace(runs=[*same, run("rule/r02", "b" * 64), run("rule/r03", None)])
+    (warning,) = differing_environments(result)
+    assert warning.startswith("the runs got 2 different environments from the same setup: 4 runs")
+    assert "`runs/rule/r02`" in warning and "r03" not in warning
+    assert differing_environments(SimpleNamespace(runs=same)) == []
+    assert differing_environments(SimpleNamespace(runs=[run("x/r01", None)])) == []

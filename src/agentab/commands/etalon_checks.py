@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import secrets
 import shutil
-import time
 from pathlib import Path
 
 from agentab import etalon
@@ -79,8 +78,9 @@ def policy_paths(policy) -> set[str]:
 
 
 def try_setup(scenario, state: Path) -> str:
-    """Run the setup once on a fresh clone, as a run would (confined, with the network and the
-    shared cache), and say how long it took and what it made."""
+    """Run the setup once on a fresh clone, as a run would (confined, with the network, the
+    caller's package-manager configuration and the shared cache), and say how long it took,
+    what it made and the environment it made."""
     from agentab.run.setup import run_setup
 
     if not scenario.etalon.setup:
@@ -91,48 +91,20 @@ def try_setup(scenario, state: Path) -> str:
         etalon.fresh_clone(
             scenario.etalon.location, scenario.etalon.tag, clone, (state / "mirrors").absolute()
         )
-        started = time.monotonic()
         log = folder / "setup.log"
         try:
-            run_setup(
-                scenario.etalon, clone, log, (state / "cache").absolute(), folder / "lock", "bwrap"
-            )
+            record = run_setup(scenario.etalon, clone, log, cache, folder / "lock", "bwrap")
         except AgentabError as error:
             raise AgentabError(
                 f"{error.render()}\n{log.read_text(errors='replace')[-3000:]}"
             ) from None
-        took = time.monotonic() - started
         made = etalon.git("status", "--porcelain", "--ignored", cwd=clone).split("\n")
+        given = ", ".join(record.package_config["files"]) or "none"
         lines = [
-            f"setup      ran in {took:.1f}s; it made {', '.join(m[3:] for m in made if m) or 'nothing'}"
+            f"setup      ran in {record.seconds:.1f}s; it made "
+            f"{', '.join(m[3:] for m in made if m) or 'nothing'}",
+            f"setup      got the caller's package-manager configuration files: {given}",
         ]
-        lines += [
-            f"environment {line}" for line in python_environment(clone, scenario.etalon.path, cache)
-        ]
-        return "\n".join(lines)
+        return "\n".join(lines + [f"environment {line}" for line in record.environment])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def python_environment(clone: Path, path: tuple[str, ...], cache: Path) -> list[str]:
-    """The packages of the first Python on the setup's `path`, as `pip freeze` lists them. Run
-    in the setup's sandbox: the environment's own code (a .pth file, say) runs there too."""
-    from agentab.run.process import run_process
-    from agentab.run.sandbox import Sandbox
-    from agentab.run.views import WORKSPACE, setup_view
-
-    for entry in path:
-        if (clone / entry / "python").exists():
-            out, err = clone.parent / "freeze.txt", clone.parent / "freeze.err"
-            run_process(
-                [f"{WORKSPACE}/{entry}/python", "-m", "pip", "freeze", "--all"],
-                env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"},
-                cwd=Path(WORKSPACE),
-                stdout_path=out,
-                stderr_path=err,
-                timeout_s=120,
-                lock_path=clone.parent / "freeze.lock",
-                sandbox=Sandbox(setup_view(clone, cache)),
-            )
-            return out.read_text().splitlines() or [err.read_text().strip()[-300:]]
-    return []

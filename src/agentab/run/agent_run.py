@@ -309,6 +309,15 @@ def run_record(
     }
 
 
+def keep_environment(setup, path: Path) -> None:
+    """The environment this run got, as its setup listed it: runs of one scenario that got
+    different ones are flagged in the synthesis."""
+    if setup.environment:
+        path.write_text("\n".join(setup.environment) + "\n")
+    else:
+        path.unlink(missing_ok=True)
+
+
 def perform_run(
     scenario,
     cell,
@@ -390,7 +399,8 @@ def perform_run(
         spec = replace(spec, bricks=frozen_bricks(spec.bricks, bricks_folder))
         etalon = scenario.etalon
         cache = work_root.absolute().parent / "cache"
-        run_setup(etalon, clone, files.folder / "setup.log", cache, files.lock, confinement)
+        setup = run_setup(etalon, clone, files.folder / "setup.log", cache, files.lock, confinement)
+        keep_environment(setup, files.folder / "environment.txt")
         attempt_files = replace(files, model_requests=attempt_log)
         run = run_agent(
             harness,
@@ -422,5 +432,7 @@ def perform_run(
     write_json(receipt, files.receipt)
     record = run_record(scenario, cell, rep, harness, sha, run, seed, confinement)
     record["receipt"] = receipt_summary(receipt)
+    if scenario.etalon.setup:
+        record["setup"] = setup.as_dict()
     write_json(record, files.record)  # last: its presence means the run has an outcome
     return record

@@ -3,29 +3,67 @@
 A real repository needs its dependencies: without them the agent's `pytest` fails on every call,
 and a validator may import a copy of the package installed elsewhere. So the scenario's setup
 commands run in the agent's clone before the agent starts, and in each script validator's
-checkout after the run's patch is applied: in a sandbox like theirs, but with the network, and
-with a download cache shared across runs (outside results/). What setup creates is kept out of
-`result.patch`; a setup that fails is a fault (the job is redone), its output kept in the log.
+checkout before the run's patch is applied (nothing the agent wrote runs with the network): in a
+sandbox like theirs, but with the network, the caller's package-manager configuration
+(`package_config.py`) and a download cache shared across runs (outside results/). What setup
+creates is kept out of `result.patch`; a setup that fails is a fault (the job is redone), its
+output kept in the log. The environment it made is listed, for the run to record.
 """
 
 from __future__ import annotations
 
+import hashlib
+import time
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from agentab.etalon import exclude_from_git, git
 from agentab.harnesses.base import HarnessFault
 from agentab.run.confinement import NONE
+from agentab.run.package_config import PackageConfig, caller_package_config
 from agentab.run.process import CannotStart, run_process
 from agentab.run.sandbox import Sandbox
 from agentab.run.views import CACHE, WORKSPACE, setup_view
 
 SHOWN_LINES = 5
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+SETUP_HOME = "/tmp"  # inside the sandbox: a private tmpfs
+# What the environment's first Python has installed, as `pip freeze` would list it, without
+# needing pip: `importlib.metadata` reads the same records, in a tenth of the time.
+LIST_PACKAGES = (
+    "import importlib.metadata as m, sys\n"
+    "print('python', sys.version.split()[0], sys.prefix)\n"
+    "names = {f\"{d.metadata['Name']}=={d.version}\" for d in m.distributions()}\n"
+    "print(*sorted(names, key=str.lower), sep='\\n')\n"
+)
+
+
+@dataclass
+class SetupRecord:
+    """What a run keeps of its setup: how long it took, which of the caller's package-manager
+    configuration it got (by name), and the environment it made."""
+
+    seconds: float = 0.0
+    package_config: dict = field(default_factory=dict)
+    environment: list[str] = field(default_factory=list)
+
+    def environment_sha256(self) -> str | None:
+        if not self.environment:
+            return None
+        return hashlib.sha256("\n".join(self.environment).encode()).hexdigest()
+
+    def as_dict(self) -> dict:
+        return {
+            "seconds": round(self.seconds, 3),
+            "package_config": self.package_config,
+            "environment_sha256": self.environment_sha256(),
+        }
 
 
 def setup_env(cache: str, home: str) -> dict[str, str]:
     """The system's tools, and every common package manager pointed at the shared cache."""
     return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "PATH": SYSTEM_PATH,
         "HOME": home,
         "TMPDIR": "/tmp",
         "LC_ALL": "C.UTF-8",
@@ -36,29 +74,35 @@ def setup_env(cache: str, home: str) -> dict[str, str]:
     }
 
 
-def run_setup(etalon, checkout: Path, log: Path, cache: Path, lock: Path, confinement: str) -> None:
-    """Run the etalon's setup in `checkout` (nothing when it declares none). Raises HarnessFault
-    when a command fails or the setup passes its time limit."""
+def run_setup(
+    etalon, checkout: Path, log: Path, cache: Path, lock: Path, confinement: str
+) -> SetupRecord:
+    """Run the etalon's setup in `checkout` (nothing when it declares none), then list the
+    environment it made. Raises HarnessFault when a command fails or the setup passes its time
+    limit."""
     if not etalon.setup:
-        return
+        return SetupRecord()
     cache.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    confined = confinement != NONE
+    # Unconfined, setup's HOME is the cache folder: it sees none of the caller's files.
+    config = caller_package_config(home_inside=SETUP_HOME) if confined else PackageConfig()
     script = "exec 2>&1\nset -e\n" + "\n".join(etalon.setup) + "\n"
-    sandbox = None
-    if confinement == NONE:
-        argv, env, cwd = ["/bin/sh", "-c", script], setup_env(str(cache), str(cache)), checkout
-    else:
-        argv, env, cwd = ["/bin/sh", "-c", script], setup_env(CACHE, "/tmp"), Path(WORKSPACE)
-        sandbox = Sandbox(setup_view(checkout, cache))
+    where = (Path(WORKSPACE), CACHE) if confined else (checkout, str(cache))
+
+    def sandbox() -> Sandbox | None:  # one per process: a Sandbox confines one
+        return Sandbox(setup_view(checkout, cache, config.mounts)) if confined else None
+
     try:
         result = run_process(
-            argv,
-            env=env,
-            cwd=cwd,
+            ["/bin/sh", "-c", script],
+            env=setup_env(where[1], SETUP_HOME if confined else str(cache)),
+            cwd=where[0],
             stdout_path=log,
             stderr_path=Path("/dev/null"),
             timeout_s=etalon.setup_timeout_s,
             lock_path=lock,
-            sandbox=sandbox,
+            sandbox=sandbox(),
         )
     except CannotStart as error:
         raise HarnessFault(f"the etalon's setup could not start: {error}") from None
@@ -73,6 +117,35 @@ def run_setup(etalon, checkout: Path, log: Path, cache: Path, lock: Path, confin
             f"its output is in {log}"
         )
     keep_out_of_the_patch(checkout)
+    environment = list_environment(etalon.path, checkout, lock, where, sandbox())
+    return SetupRecord(time.monotonic() - started, config.record(), environment)
+
+
+def list_environment(path, checkout: Path, lock: Path, where, sandbox) -> list[str]:
+    """The packages of the first `python3` on the setup's `path` (then the system's), listed in
+    the setup's sandbox: the environment's own code (a .pth file, say) runs there too. Empty
+    when there is no Python."""
+    cwd, cache = where
+    search = ":".join([*path_entries(path, str(cwd)), SYSTEM_PATH])
+    listing, errors = checkout.parent / ".environment.txt", checkout.parent / ".environment.err"
+    try:
+        result = run_process(
+            ["/bin/sh", "-c", 'exec python3 -c "$0"', LIST_PACKAGES],
+            env={"PATH": search, "HOME": SETUP_HOME if sandbox else cache, "LC_ALL": "C.UTF-8"},
+            cwd=cwd,
+            stdout_path=listing,
+            stderr_path=errors,
+            timeout_s=120,
+            lock_path=lock,
+            sandbox=sandbox,
+        )
+        lines = listing.read_text(errors="replace").splitlines() if result.exit_code == 0 else []
+    except CannotStart:
+        lines = []
+    finally:
+        listing.unlink(missing_ok=True)
+        errors.unlink(missing_ok=True)
+    return lines
 
 
 def keep_out_of_the_patch(checkout: Path) -> None:

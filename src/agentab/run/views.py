@@ -51,8 +51,12 @@ def validator_view(
     )
 
 
-def setup_view(checkout: Path, cache: Path) -> View:
-    """The etalon's setup: its checkout and the shared download cache writable, the network."""
+def setup_view(checkout: Path, cache: Path, config: dict[Path, str] | None = None) -> View:
+    """The etalon's setup: its checkout and the shared download cache writable, the network,
+    and the caller's package-manager configuration read-only (`package_config.py`)."""
     return View(
-        writable={Path(checkout): WORKSPACE, Path(cache): CACHE}, cwd=WORKSPACE, network=True
+        read_only=dict(config or {}),
+        writable={Path(checkout): WORKSPACE, Path(cache): CACHE},
+        cwd=WORKSPACE,
+        network=True,
     )

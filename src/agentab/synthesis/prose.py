@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 
 from agentab.metrics import DIAGNOSTIC, RATE, Aggregate
 from agentab.synthesis import stats
-from agentab.synthesis.builtin import FAILED_CALLS_WARNING
+from agentab.synthesis.environment import environment_warnings
 from agentab.synthesis.results import STATUSES, RunRecord
 from agentab.synthesis.verdicts import HOLM_LEVEL, PENDING_NOTE, CellValue, Gap, SynthesisResult
 
@@ -179,7 +179,7 @@ def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
             undelivered[run.cell] += 1
         if receipt.get("fingerprint"):
             prints[run.cell].add(receipt["fingerprint"])
-    warnings = unconfined_warning(result) + failed_calls_warnings(result, scenario)
+    warnings = unconfined_warning(result) + environment_warnings(result, scenario)
     warnings += [
         f"`{cell.name}`: {undelivered[cell.name]} run{'s' * (undelivered[cell.name] != 1)} "
         "whose treatment did not reach the model (invalid: `treatment-not-delivered`)"
@@ -209,28 +209,6 @@ def unconfined_warning(result: SynthesisResult) -> list[str]:
         f"{count} run{'s' * (count != 1)} ran unconfined (`confinement: none`): the agent and "
         "the validator scripts could read and write this machine's files, other runs' and the "
         "validators' included; these numbers hold only as far as the agent is trusted"
-    ]
-
-
-def failed_calls_warnings(result: SynthesisResult, scenario) -> list[str]:
-    """Cells where more than half of the tool calls failed (built-in `tool_errors`): the agent
-    spent its run on an environment it could not use, whatever the cell's treatment."""
-    calls: Counter = Counter()
-    errors: Counter = Counter()
-    for run in result.runs:
-        builtin = run.builtin or {}
-        if isinstance(builtin.get("tool_calls"), int) and isinstance(
-            builtin.get("tool_errors"), int
-        ):
-            calls[run.cell] += builtin["tool_calls"]
-            errors[run.cell] += builtin["tool_errors"]
-    return [
-        f"`{cell.name}`: {errors[cell.name]} of its {calls[cell.name]} tool calls failed "
-        "(built-in `tool_errors`): more than half, so the environment the agent worked in, not "
-        "its treatment, may be what is measured (a missing interpreter, test runner or "
-        "dependency)"
-        for cell in scenario.cells
-        if calls[cell.name] and errors[cell.name] > FAILED_CALLS_WARNING * calls[cell.name]
     ]
 
 

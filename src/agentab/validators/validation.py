@@ -72,6 +72,15 @@ def validate_run(
     )
     scratch = work_root.absolute() / secrets.token_hex(10)
     location, tag = scenario.etalon.location, scenario.etalon.tag
+
+    def set_up(checkout: Path) -> None:
+        # On the etalon as tagged, before the run's patch: nothing the agent wrote ever runs
+        # with the network and the caller's package-manager configuration, and the validator
+        # scores the run's code in the etalon's environment, as the agent worked in it.
+        cache = work_root.absolute().parent / "cache"
+        log = files.audit / "setup.log"
+        run_setup(scenario.etalon, checkout, log, cache, files.lock, confinement)
+
     try:
         job = prepare_job(
             spec,
@@ -81,16 +90,13 @@ def validate_run(
             scratch_dir=scratch,
             audit_dir=files.audit,
             checkout=lambda workdir, patch: checkout_with_patch(
-                location, tag, patch, workdir, mirrors_dir.absolute()
+                location, tag, patch, workdir, mirrors_dir.absolute(), before_patch=set_up
             ),
             settings=settings,
             lock_path=files.lock,
             confinement=confinement,
         )
         if spec.mode == "script":  # a judge gets no checkout
-            cache = work_root.absolute().parent / "cache"
-            log = files.audit / "setup.log"
-            run_setup(scenario.etalon, job.workdir, log, cache, files.lock, confinement)
             job.path = scenario.etalon.path
         output = run_validator(job)
     finally:

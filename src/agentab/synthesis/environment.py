@@ -1,0 +1,64 @@
+"""Warnings about the environment the agent worked in, not its treatment (DESIGN §12).
+
+Two things make a gap measure the machine instead of the brick: an agent whose tool calls
+mostly failed (no interpreter, no test runner, a missing dependency), and runs of one scenario
+that got different environments from the same setup (an unpinned dependency released between
+two runs). Both are said at the top of the synthesis.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from agentab.synthesis.builtin import FAILED_CALLS_WARNING
+from agentab.synthesis.verdicts import SynthesisResult
+
+SHOWN_RUNS = 3
+
+
+def environment_warnings(result: SynthesisResult, scenario) -> list[str]:
+    return failed_calls_warnings(result, scenario) + differing_environments(result)
+
+
+def failed_calls_warnings(result: SynthesisResult, scenario) -> list[str]:
+    """Cells where more than half of the tool calls failed (built-in `tool_errors`): the agent
+    spent its run on an environment it could not use, whatever the cell's treatment."""
+    calls: Counter = Counter()
+    errors: Counter = Counter()
+    for run in result.runs:
+        builtin = run.builtin or {}
+        if isinstance(builtin.get("tool_calls"), int) and isinstance(
+            builtin.get("tool_errors"), int
+        ):
+            calls[run.cell] += builtin["tool_calls"]
+            errors[run.cell] += builtin["tool_errors"]
+    return [
+        f"`{cell.name}`: {errors[cell.name]} of its {calls[cell.name]} tool calls failed "
+        "(built-in `tool_errors`): more than half, so the environment the agent worked in, not "
+        "its treatment, may be what is measured (a missing interpreter, test runner or "
+        "dependency)"
+        for cell in scenario.cells
+        if calls[cell.name] and errors[cell.name] > FAILED_CALLS_WARNING * calls[cell.name]
+    ]
+
+
+def differing_environments(result: SynthesisResult) -> list[str]:
+    """Runs whose setup made different environments (`environment.txt`, by its hash in the
+    run's provenance): the most common one is taken as the scenario's, the others are named."""
+    groups: dict[str, list] = {}
+    for run in result.runs:
+        digest = run.provenance.get("environment_sha256")
+        if isinstance(digest, str):
+            groups.setdefault(digest, []).append(run)
+    if len(groups) < 2:
+        return []
+    ordered = sorted(groups.values(), key=lambda runs: (-len(runs), runs[0].run))
+    others = [run for runs in ordered[1:] for run in runs]
+    shown = ", ".join(f"`runs/{run.run}`" for run in others[:SHOWN_RUNS])
+    more = f" and {len(others) - SHOWN_RUNS} more" if len(others) > SHOWN_RUNS else ""
+    return [
+        f"the runs got {len(groups)} different environments from the same setup: "
+        f"{len(ordered[0])} runs one, {len(others)} another ({shown}{more}); compare their "
+        "`environment.txt` and pin the setup's versions (`pip install pkg==1.2.3`, a lock "
+        "file), or the gaps may measure the difference"
+    ]
