@@ -180,3 +180,10 @@ def test_the_report_of_a_folder_that_is_not_one_is_a_clear_error(tmp_path: Path)
     with pytest.raises(AgentabError, match="frozen scenario is missing"):
         build_report(tmp_path)
     assert main(["report", str(tmp_path / "nowhere")]) == 2
+
+
+def test_a_gap_short_of_runs_says_why_in_the_report(results: Path) -> None:
+    # The rule has 8 valid runs: one short of the minimum for a verdict.
+    report = build_report(results).report_dir
+    for page in (report / "index.html", report / "cells" / "rule.html"):
+        assert "inconclusive: fewer than 9 valid runs per group" in text_of(page)
