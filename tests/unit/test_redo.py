@@ -102,7 +102,31 @@ def test_the_redo_command_says_what_it_removed(results: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert "redo rule/r02 (invalid: validator tests: exit status 1" in out
     assert "synthesis.md" in out and "report" in out
-    assert "1 runs to redo" in out
+    assert "1 run to redo; this redoes it and nothing else:" in out
+
+
+def test_redo_prints_the_snakemake_command_of_its_own_scenario(
+    results: Path, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    project = tmp_path / "project"
+    (project / "config").mkdir(parents=True)
+    (project / "scenarios" / "rule").mkdir(parents=True)
+    frozen = (results / "scenario.toml").read_bytes()
+    (project / "scenarios" / "rule" / "scenario.toml").write_bytes(frozen)
+    monkeypatch.chdir(project)
+    config = "scenarios:\n  - scenarios/demo/scenario.toml\nresults: results\n"
+    (project / "config" / "config.yaml").write_text(config)
+    assert main(["redo", str(results), "rule/r03"]) == 0
+    command = capsys.readouterr().out.splitlines()[-1].strip()
+    assert command == (
+        "snakemake --cores 8 --config 'scenarios=[\"scenarios/rule/scenario.toml\"]' "
+        f"'results={results.parent}'"
+    )
+    # The config already runs this scenario into this folder: nothing to add.
+    config = f"scenarios:\n  - scenarios/rule/scenario.toml\nresults: {results.parent}\n"
+    (project / "config" / "config.yaml").write_text(config)
+    assert main(["redo", str(results), "rule/r04"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].strip() == "snakemake --cores 8"
 
 
 @pytest.mark.parametrize(
