@@ -43,6 +43,14 @@ def links_of(page: Path) -> list[str]:
     return parser.links
 
 
+def receipt_rows(html: str) -> list[list[str]]:
+    table = html.split('<table class="receipt">')[1].split("</table>")[0]
+    return [
+        [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<t[hd]>(.*?)</t[hd]>", row)]
+        for row in re.findall(r"<tr>(.*?)</tr>", table)
+    ]
+
+
 def text_of(page: Path) -> str:
     return re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8"))
 
@@ -107,7 +115,17 @@ def test_run_page_shows_task_conversation_diff_validators_receipt_and_provenance
     # the diff is highlighted by pygments: an inserted line has its own class
     assert re.search(r'<span class="gi">\+    return sum\(values\) / len\(values\)', html)
     assert "ran python -m unittest &lt;twice&gt;" in html  # escaped, never raw HTML
-    assert "thinking.declared" in text and "bricks[0].rel" in text  # the receipt, as a table
+    assert receipt_rows(html) == [
+        ["brick or setting", "kind", "delivered?", "evidence"],
+        ["off", "thinking", "yes", "sent: no reasoning setting; the harness says it applied off"],
+        [
+            "bricks/run-tests.md",
+            "context_files",
+            "yes",
+            "its text is in the system prompt of request 1",
+        ],
+    ]
+    assert "Treatment delivered: yes, checked over 4 requests that reached the model." in text
     assert "node cli.js --mode json -- &#39;Fix mean in calc.py.&#39;" in html
     assert "the offline model costs nothing" in text
     for raw in ("measures.json", "transcript.jsonl", "result.patch", "validators/tests.json"):
