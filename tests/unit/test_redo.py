@@ -135,3 +135,20 @@ def test_redo_prints_the_snakemake_command_of_its_own_scenario(
 )
 def test_a_run_may_be_named_by_its_folder(given: str) -> None:
     assert normalise_run_id(given) == "rule-off/r03"
+
+
+def test_runs_lists_the_runs_that_failed_a_metric(results: Path, capsys) -> None:
+    # nothing: ran_tests is true in r01 only; r10 is missing.
+    assert main(["runs", str(results), "--metric", "ran_tests=false"]) == 0
+    out, err = capsys.readouterr()
+    assert [line.split()[0] for line in out.splitlines()[1:]] == [
+        f"nothing/r{rep:02d}" for rep in range(2, 10)
+    ]
+    assert "8 of them with ran_tests=false" in err
+    assert main(["runs", str(results), "--metric", "ran_tests=true", "--metric", "turns>5"]) == 0
+    out = capsys.readouterr().out
+    assert {line.split()[0] for line in out.splitlines()[1:]} == {
+        f"rule/r{rep:02d}" for rep in (1, 3, 4, 5, 6, 7, 8, 9)
+    }
+    assert main(["runs", str(results), "--metric", "turns~5"]) == 2
+    assert "fix: write NAME=true, NAME=false, or a number" in capsys.readouterr().err

@@ -12,7 +12,15 @@ from agentab.report.builder import INDEX
 from agentab.workflow.progress import Progress, failure_advice, start_progress
 
 # The modules that write the report (not the workflow hooks, not `redo`).
-REPORT_MODULES = ("builder", "conversation", "receipt", "run_page", "runs", "sources")
+REPORT_MODULES = (
+    "builder",
+    "conversation",
+    "metric_filter",
+    "receipt",
+    "run_page",
+    "runs",
+    "sources",
+)
 _RUNNING: list[Progress] = []
 __all__ = [
     "failure_advice",
