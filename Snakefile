@@ -34,7 +34,7 @@ onerror:
     stop_step_server()
     stop_run_progress()
     print(measured_summary(WORKFLOW))
-    print("agentab: run the same command again to redo only what is missing.")
+    print(failure_advice(log))
 
 
 rule all:

@@ -195,7 +195,14 @@ def write_results(folder: Path, repetitions: int = 10) -> Path:
         "requests": 4,
         "delivered": True,
         "thinking": {"declared": "off", "applied": "off", "sent": None, "delivered": True},
-        "bricks": [{"kind": "context_files", "rel": "bricks/run-tests.md", "delivered": True}],
+        "bricks": [
+            {
+                "kind": "context_files",
+                "rel": "bricks/run-tests.md",
+                "delivered": True,
+                "evidence": "its text is in the system prompt of request 1",
+            }
+        ],
     }
     (folder / "runs" / "rule" / "r01" / "receipt.json").write_text(json.dumps(receipt))
     return folder

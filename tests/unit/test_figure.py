@@ -93,3 +93,10 @@ def test_an_empty_range_still_gets_an_axis_and_labels_need_no_exponent():
     root, _ = marks(figure_svg([gap("rule", "m", MEDIAN, 1.5e6, 1e6, 2e6)]))
     labels = [e.text for e in root.iter(f"{SVG}text") if e.get("font-size") == "10"]
     assert "1000000" in labels and not any("e" in label for label in labels)
+
+
+def test_a_rate_axis_stays_within_its_range_of_100_points_either_way():
+    root, _ = marks(figure_svg([gap("rule", "ran_tests", RATE, 1.0, 1.0, 1.0),
+                                gap("skill", "ran_tests", RATE, -1.0, -1.0, -0.5)]))  # fmt: skip
+    labels = [e.text for e in root.iter(f"{SVG}text") if e.get("font-size") == "10"]
+    assert labels[0] == "-100" and labels[-1] == "100"

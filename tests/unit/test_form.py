@@ -244,9 +244,20 @@ def test_the_form_command_writes_blanks_and_counts_pending(results, capsys):
     shutil.copy(DEMO / "scenario.toml", results / "scenario.toml")
     assert main(["form", "blank", str(results), "--seed", str(SEED)]) == 0
     assert "review.blank.toml: 12 runs" in capsys.readouterr().out
+    assert main(["form", "status", str(results)]) == 0
+    forms = results / "forms"
+    assert capsys.readouterr().out.splitlines() == [
+        "demo: 1 of 1 form pending",
+        "review: 0 of 12 runs answered, 12 pending",
+        "  items pending: readable (12 runs)",
+        f"  not started: copy {forms / 'review.blank.toml'} to {forms / 'review.toml'} and "
+        f"answer it (each run's material is in {forms / 'review.material'})",
+    ]
     fill(results, {0: "readable = true"})
     assert main(["form", "status", str(results)]) == 0
-    assert "review: 1 runs answered, 11 pending" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "review: 1 of 12 runs answered, 11 pending" in out
+    assert f"  filling: {forms / 'review.toml'}" in out
     fill(results, {0: "readable = 1.5", 1: "readable = true"})
     assert main(["form", "status", str(results)]) == 2
     assert "is a boolean here but a number" in capsys.readouterr().err

@@ -94,3 +94,24 @@ def test_an_extreme_median_gap_needs_very_few_repetitions():
         certain, never, "extreme", power=0.8, max_repetitions=20, simulations=50, draws=1_000
     )
     assert n is not None and n <= 4 and power >= 0.8
+
+
+def test_the_plan_command_takes_a_gap_per_metric_and_cautions_on_a_small_pilot(tmp_path, capsys):
+    from agentab.cli import main
+
+    folder = pilot(tmp_path / "r", 2, 9, repetitions=6)
+    quick = ["--simulations", "20", "--max-repetitions", "10"]
+    assert main(["plan", str(folder), "--gap", "0.5", "--gap", "turns=3", *quick]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    planned = {line.split()[0]: line for line in lines[3:5]}
+    assert "+50 pp" in planned["ran_tests"] and "+3 " in planned["turns"]
+    assert lines[-1] == (
+        "pilot: these estimates come from 6 valid runs per cell: rough. Below 20 runs a pilot "
+        "knows a rate only to about ±20 pp or worse (and a median no better), so the "
+        "repetitions above may be far off; a larger pilot gives a firmer answer."
+    )
+    # A bare size is a proportion: it is not applied to turns, which has a unit of its own.
+    assert main(["plan", str(folder), "--gap", "0.5", *quick]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("not planned: turns, in units of their own (--gap turns=SIZE)")
+    assert "\nturns " not in out

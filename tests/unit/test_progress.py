@@ -7,7 +7,15 @@ import json
 import time
 from pathlib import Path
 
-from agentab.workflow.progress import Progress, RunCounter, Snapshot, count, duration, progress_line
+from agentab.workflow.progress import (
+    Progress,
+    RunCounter,
+    Snapshot,
+    count,
+    duration,
+    failure_advice,
+    progress_line,
+)
 
 
 def snapshot(measured=0, total=40, faults=0, tokens=0, cost=0.0, priced=0, offline=0):
@@ -109,3 +117,35 @@ def test_the_thread_prints_as_runs_are_measured(tmp_path: Path) -> None:
         time.sleep(0.02)
     progress.stop()
     assert "agentab: 0/1 runs" in out.getvalue() and "agentab: 1/1 runs" in out.getvalue()
+
+
+def snakemake_log(tmp_path: Path, *statuses: int) -> list[str]:
+    """Snakemake's log of an invocation whose shell jobs failed with these exit statuses."""
+    log = tmp_path / "x.snakemake.log"
+    log.write_text(
+        "".join(
+            "RuleException:\nCalledProcessError in file rules/run.smk, line 9:\n"
+            f"Command 'set -euo pipefail;  python -m agentab.steps.run' returned non-zero exit "
+            f"status {status}.\n"
+            for status in statuses
+        )
+    )
+    return [str(log)]
+
+
+def test_a_user_error_gets_no_advice_to_run_the_same_command_again(tmp_path: Path) -> None:
+    advice = failure_advice(snakemake_log(tmp_path, 2))
+    assert advice == (
+        "agentab: 1 job stopped on an error a person must fix: its message above names the "
+        "file, the key and the fix; until it is fixed, every invocation stops on it the same way."
+    )
+    assert "same command" not in failure_advice(snakemake_log(tmp_path, 3, 2))
+    assert "also redoes 1 job that faulted" in failure_advice(snakemake_log(tmp_path, 3, 2))
+
+
+def test_faults_and_stops_are_redone_by_running_the_same_command(tmp_path: Path) -> None:
+    assert failure_advice(snakemake_log(tmp_path, 3, 143)) == (
+        "agentab: 2 jobs faulted or were stopped: run the same command again to redo only "
+        "what is missing."
+    )
+    assert "same command" not in failure_advice(snakemake_log(tmp_path, 1))

@@ -102,7 +102,31 @@ def test_the_redo_command_says_what_it_removed(results: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert "redo rule/r02 (invalid: validator tests: exit status 1" in out
     assert "synthesis.md" in out and "report" in out
-    assert "1 runs to redo" in out
+    assert "1 run to redo; this redoes it and nothing else:" in out
+
+
+def test_redo_prints_the_snakemake_command_of_its_own_scenario(
+    results: Path, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    project = tmp_path / "project"
+    (project / "config").mkdir(parents=True)
+    (project / "scenarios" / "rule").mkdir(parents=True)
+    frozen = (results / "scenario.toml").read_bytes()
+    (project / "scenarios" / "rule" / "scenario.toml").write_bytes(frozen)
+    monkeypatch.chdir(project)
+    config = "scenarios:\n  - scenarios/demo/scenario.toml\nresults: results\n"
+    (project / "config" / "config.yaml").write_text(config)
+    assert main(["redo", str(results), "rule/r03"]) == 0
+    command = capsys.readouterr().out.splitlines()[-1].strip()
+    assert command == (
+        "snakemake --cores 8 --config 'scenarios=[\"scenarios/rule/scenario.toml\"]' "
+        f"'results={results.parent}'"
+    )
+    # The config already runs this scenario into this folder: nothing to add.
+    config = f"scenarios:\n  - scenarios/rule/scenario.toml\nresults: {results.parent}\n"
+    (project / "config" / "config.yaml").write_text(config)
+    assert main(["redo", str(results), "rule/r04"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].strip() == "snakemake --cores 8"
 
 
 @pytest.mark.parametrize(
@@ -111,3 +135,20 @@ def test_the_redo_command_says_what_it_removed(results: Path, capsys) -> None:
 )
 def test_a_run_may_be_named_by_its_folder(given: str) -> None:
     assert normalise_run_id(given) == "rule-off/r03"
+
+
+def test_runs_lists_the_runs_that_failed_a_metric(results: Path, capsys) -> None:
+    # nothing: ran_tests is true in r01 only; r10 is missing.
+    assert main(["runs", str(results), "--metric", "ran_tests=false"]) == 0
+    out, err = capsys.readouterr()
+    assert [line.split()[0] for line in out.splitlines()[1:]] == [
+        f"nothing/r{rep:02d}" for rep in range(2, 10)
+    ]
+    assert "8 of them with ran_tests=false" in err
+    assert main(["runs", str(results), "--metric", "ran_tests=true", "--metric", "turns>5"]) == 0
+    out = capsys.readouterr().out
+    assert {line.split()[0] for line in out.splitlines()[1:]} == {
+        f"rule/r{rep:02d}" for rep in (1, 3, 4, 5, 6, 7, 8, 9)
+    }
+    assert main(["runs", str(results), "--metric", "turns~5"]) == 2
+    assert "fix: write NAME=true, NAME=false, or a number" in capsys.readouterr().err

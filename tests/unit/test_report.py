@@ -43,6 +43,14 @@ def links_of(page: Path) -> list[str]:
     return parser.links
 
 
+def receipt_rows(html: str) -> list[list[str]]:
+    table = html.split('<table class="receipt">')[1].split("</table>")[0]
+    return [
+        [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<t[hd]>(.*?)</t[hd]>", row)]
+        for row in re.findall(r"<tr>(.*?)</tr>", table)
+    ]
+
+
 def text_of(page: Path) -> str:
     return re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8"))
 
@@ -82,9 +90,10 @@ def test_cell_page_lists_each_of_its_runs_with_status_and_reason(results: Path) 
     build_report(results)
     page = results / "report" / "cells" / "rule.html"
     links = links_of(page)
+    # the runs table links every run; the runs behind each rate come before it
     assert [f"../runs/rule/r{rep:02d}.html" for rep in range(1, 11)] == [
         link for link in links if link.startswith("../runs/")
-    ]
+    ][-10:]
     text = text_of(page)
     assert "invalid" in text and "SyntaxError in tests.py" in text
     assert "fault" in text and "provider error 529 overloaded" in text
@@ -107,7 +116,17 @@ def test_run_page_shows_task_conversation_diff_validators_receipt_and_provenance
     # the diff is highlighted by pygments: an inserted line has its own class
     assert re.search(r'<span class="gi">\+    return sum\(values\) / len\(values\)', html)
     assert "ran python -m unittest &lt;twice&gt;" in html  # escaped, never raw HTML
-    assert "thinking.declared" in text and "bricks[0].rel" in text  # the receipt, as a table
+    assert receipt_rows(html) == [
+        ["brick or setting", "kind", "delivered?", "evidence"],
+        ["off", "thinking", "yes", "sent: no reasoning setting; the harness says it applied off"],
+        [
+            "bricks/run-tests.md",
+            "context_files",
+            "yes",
+            "its text is in the system prompt of request 1",
+        ],
+    ]
+    assert "Treatment delivered: yes, checked over 4 requests that reached the model." in text
     assert "node cli.js --mode json -- &#39;Fix mean in calc.py.&#39;" in html
     assert "the offline model costs nothing" in text
     for raw in ("measures.json", "transcript.jsonl", "result.patch", "validators/tests.json"):
@@ -180,3 +199,18 @@ def test_the_report_of_a_folder_that_is_not_one_is_a_clear_error(tmp_path: Path)
     with pytest.raises(AgentabError, match="frozen scenario is missing"):
         build_report(tmp_path)
     assert main(["report", str(tmp_path / "nowhere")]) == 2
+
+
+def test_a_gap_short_of_runs_says_why_in_the_report(results: Path) -> None:
+    # The rule has 8 valid runs: one short of the minimum for a verdict.
+    report = build_report(results).report_dir
+    for page in (report / "index.html", report / "cells" / "rule.html"):
+        assert "inconclusive: fewer than 9 valid runs per group" in text_of(page)
+
+
+def test_the_cell_page_lists_the_runs_behind_each_rate(results: Path) -> None:
+    report = build_report(results).report_dir
+    page = report / "cells" / "nothing.html"
+    false_runs = ", ".join(f"r{rep:02d}" for rep in range(2, 10))
+    assert f"ran_tests: true in 1 (r01); false in 8 ({false_runs})" in text_of(page)
+    assert "../runs/nothing/r02.html" in links_of(page)

@@ -509,7 +509,7 @@ def test_check_says_where_a_real_providers_requests_go_and_how_thinking_is_check
 ) -> None:
     text = SEED_MATRIX.replace('provider = "offline"', 'provider = "anthropic"')
     text = text.replace('model = "demo"', 'model = "claude-sonnet-4-5"')
-    assert main(["check", str(write(scenario_dir, text))]) == 0
+    assert main(["check", "--no-credentials", str(write(scenario_dir, text))]) == 0
     out = capsys.readouterr().out
     assert "requests to anthropic pass through a recording proxy" in out
     assert "https://api.anthropic.com" in out
@@ -591,3 +591,40 @@ def test_check_setup_shows_a_failed_setup_and_its_output(scenario_dir: Path, cap
     assert main(["check", "--setup", *state, str(write(scenario_dir, text))]) == 2
     err = capsys.readouterr().err
     assert "the etalon's setup failed (exit status 1): zq-why" in err and "Traceback" not in err
+
+
+def test_check_states_the_minimum_of_runs_and_warns_below_it(scenario_dir: Path, capsys) -> None:
+    state = ["--state", str(scenario_dir.parent / "state")]
+    path = write(scenario_dir, SEED_MATRIX.replace("repetitions = 10", "repetitions = 3"))
+    assert main(["check", *state, "--no-credentials", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "a gap is established only from at least 9 valid runs in each of its two cells" in out
+    assert "[protocol] repetitions = 3 is below the 9 valid runs per cell" in out
+    assert main(["check", *state, "--no-credentials", str(write(scenario_dir, SEED_MATRIX))]) == 0
+    assert "is below the 9 valid runs" not in capsys.readouterr().out
+
+
+def test_check_reads_the_credentials_a_real_provider_needs(scenario_dir: Path, capsys) -> None:
+    real = SEED_MATRIX.replace('provider = "offline"', 'provider = "anthropic"')
+    assert real != SEED_MATRIX
+    path = write(scenario_dir, real)
+    keys = scenario_dir / "credentials.toml"
+    keys.write_text('[anthropc]\napi_key = "sk-x"\n')
+    config = scenario_dir / "config.yaml"
+    config.write_text(f"credentials: {keys}\n")
+    state = ["--state", str(scenario_dir.parent / "state"), "--config", str(config)]
+    assert main(["check", *state, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "[anthropic.api_key] no anthropic API key in the credentials file" in err
+    assert "; the file has [anthropc]" in err
+    assert f'fix: add the lines [anthropic] and api_key = "..." to {keys}' in err
+    keys.write_text('[anthropic]\napi_key = "sk-x"\n')
+    assert main(["check", *state, str(path)]) == 0
+    assert f"keys        [anthropic] api_key found in {keys}" in capsys.readouterr().out
+
+
+def test_check_of_an_offline_scenario_reads_no_credentials(scenario_dir: Path, capsys) -> None:
+    path = str(write(scenario_dir, SEED_MATRIX))
+    options = ["--state", str(scenario_dir.parent / "s"), "--config", str(scenario_dir / "none")]
+    assert main(["check", *options, path]) == 0
+    assert "keys        none needed" in capsys.readouterr().out

@@ -439,3 +439,19 @@ def test_measures_csv_lines_read_back_as_written_and_are_the_csv_modules_bytes(
     # anything else is written byte for byte as it writes it.
     if "\r" not in text:
         assert text == buffer.getvalue()
+
+
+def test_a_gap_short_of_runs_says_why_it_is_inconclusive(tmp_path):
+    # Three runs a cell: ran_tests 2/3 against 1/3, an interval around 0, and 3 < 9 runs.
+    folder = write_scenario(tmp_path / "results", repetitions=3)
+    for rep in range(1, 4):
+        write_run(folder, "nothing", rep, {"ran_tests": rep == 1, "turns": 5})
+        write_run(folder, "rule", rep, {"ran_tests": rep != 1, "turns": 5 + rep})
+    synthesize(folder)
+    text = (folder / "synthesis.md").read_text("utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| rule | ran_tests |"))
+    assert row.endswith("| inconclusive: fewer than 9 valid runs per group |")
+    assert (
+        "- `rule`, `ran_tests` (+33.3 pp [-33.3, +100] pp): fewer than 9 valid runs per group "
+        "(3 and 3 valid runs here): a gap needs at least 9 per group to be established." in text
+    )

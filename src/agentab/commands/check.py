@@ -6,10 +6,16 @@ import json
 import sys
 from pathlib import Path
 
+from agentab.commands.credentials_check import (
+    credentials_file,
+    credentials_problems,
+    providers_needing_keys,
+)
 from agentab.commands.etalon_checks import etalon_warnings, try_setup
 from agentab.errors import ScenarioError
 from agentab.scenario import Cell, Scenario, load_scenario
 from agentab.scenario.rules import check_scale
+from agentab.synthesis.stats import MIN_RUNS_PER_GROUP
 
 
 def register(subparsers) -> None:
@@ -32,6 +38,17 @@ def register(subparsers) -> None:
         help="skip reaching the etalon repository (offline editing)",
     )
     parser.add_argument(
+        "--config",
+        type=Path,
+        default=Path("config/config.yaml"),
+        help="the workflow's config, which names the credentials file (default config/config.yaml)",
+    )
+    parser.add_argument(
+        "--no-credentials",
+        action="store_true",
+        help="skip reading the credentials file a real provider or judge needs",
+    )
+    parser.add_argument(
         "--setup",
         action="store_true",
         help="run the etalon's [etalon] setup once on a fresh clone and say what it took and made",
@@ -48,6 +65,10 @@ def register(subparsers) -> None:
 def run(args) -> int:
     try:
         scenario = load_scenario(args.scenario, check_etalon=not args.no_etalon)
+        if not args.no_credentials:
+            missing_keys = credentials_problems(scenario, args.config)
+            if missing_keys:
+                raise ScenarioError(missing_keys)
     except ScenarioError as error:
         if args.json:
             print(
@@ -63,7 +84,7 @@ def run(args) -> int:
             )
             print(error.render(), file=sys.stderr)
         return 2
-    warnings = check_scale(scenario)
+    warnings = check_scale(scenario) + repetitions_warnings(scenario)
     if not args.no_etalon:
         warnings += etalon_warnings(scenario, args.state / "mirrors")
     if args.setup:
@@ -72,10 +93,33 @@ def run(args) -> int:
         report = {"ok": True, **scenario.as_dict(), "jobs": workflow_jobs(scenario)}
         report["warnings"] = warnings
         report["receipt_limits"] = receipt_limits(scenario)
+        report["min_runs_per_group"] = MIN_RUNS_PER_GROUP
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         print(render_matrix(scenario, warnings))
+        if not args.no_credentials:
+            print(credentials_line(scenario, args.config))
     return 0
+
+
+def credentials_line(scenario: Scenario, config: Path) -> str:
+    needed = providers_needing_keys(scenario)
+    if not needed:
+        return "keys        none needed: no real provider and no judge of a real model"
+    tables = ", ".join(f"[{provider}]" for provider in needed)
+    return f"keys        {tables} api_key found in {credentials_file(config)}"
+
+
+def repetitions_warnings(scenario: Scenario) -> list[str]:
+    """Fewer repetitions than a verdict needs make every gap inconclusive, whatever it shows."""
+    if len(scenario.cells) < 2 or scenario.repetitions >= MIN_RUNS_PER_GROUP:
+        return []
+    return [
+        f"{scenario.path}: [protocol] repetitions = {scenario.repetitions} is below the "
+        f"{MIN_RUNS_PER_GROUP} valid runs per cell a gap needs to be established: every gap "
+        f"will be inconclusive; set repetitions = {MIN_RUNS_PER_GROUP} or more (a few more if "
+        "some runs may fail or be invalid), or keep this as a pilot for `agentab plan`"
+    ]
 
 
 def describe_delta(cell: Cell) -> str:
@@ -119,6 +163,8 @@ def render_matrix(scenario: Scenario, warnings: list[str]) -> str:
         f"runs        {len(scenario.cells)} cells × {scenario.repetitions} repetitions = {scenario.run_count}",
         f"jobs        {workflow_jobs(scenario)} (an agent run, {len(scored(scenario))} validators "
         "and a measure per run)",
+        f"verdicts    a gap is established only from at least {MIN_RUNS_PER_GROUP} valid runs "
+        "in each of its two cells (docs/synthesis.md)",
     ]
     lines += [f"warning     {warning}" for warning in warnings]
     lines += [f"receipt     {limit}" for limit in receipt_limits(scenario)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from agentab.errors import AgentabError, problem
@@ -78,11 +79,37 @@ def run_blank(args) -> int:
 
 def run_status(args) -> int:
     scenario = load_frozen_scenario(args.results_dir)
-    for name in form_validators(scenario):
+    names = form_validators(scenario)
+    if not names:
+        print(f"{scenario.name}: no form validator; nothing is pending a person's answer")
+        return 0
+    lines, waiting = [], 0
+    for name in names:
         answers = read_form_answers(args.results_dir, scenario, name)
-        state = "filled" if answers.form_path.is_file() else "not started"
-        print(
-            f"{name}: {len(answers.answers)} runs answered, {len(answers.pending)} pending "
-            f"({state}: {answers.form_path})"
-        )
+        waiting += bool(answers.pending)
+        lines += form_status_lines(args.results_dir, name, answers)
+    print(f"{scenario.name}: {waiting} of {len(names)} form{'s' * (len(names) != 1)} pending")
+    print("\n".join(lines))
     return 0
+
+
+def form_status_lines(results_dir: Path, name: str, answers) -> list[str]:
+    """How far a form is: runs answered, runs and items pending, and which file to fill."""
+    folder = ResultsFolder(results_dir)
+    runs = len(set(answers.answers) | set(answers.pending))
+    items = Counter(metric for metrics in answers.pending.values() for metric in metrics)
+    lines = [
+        f"{name}: {len(answers.answers)} of {runs} runs answered, {len(answers.pending)} pending"
+    ]
+    if items:
+        shown = ", ".join(f"{metric} ({count} runs)" for metric, count in items.items())
+        lines.append(f"  items pending: {shown}")
+    if answers.form_path.is_file():
+        lines.append(f"  filling: {answers.form_path}")
+    elif answers.pending:
+        blank = folder.blank_form(name)
+        lines.append(
+            f"  not started: copy {blank} to {answers.form_path} and answer it "
+            f"(each run's material is in {folder.form_material(name)})"
+        )
+    return lines

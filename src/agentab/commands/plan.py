@@ -5,9 +5,15 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from agentab.metrics import RATE
+from agentab.errors import AgentabError, problem
+from agentab.metrics import MEDIAN, RATE
 from agentab.synthesis import stats
 from agentab.synthesis.power import DEFAULT_SIMULATIONS, PowerRow, repetitions_needed
+from agentab.synthesis.results import load_frozen_scenario, read_runs
+from agentab.synthesis.verdicts import ScoredValues, decide_metric_types
+
+# A pilot rate of 50% from 20 runs has a 95% Wilson interval of about 30-70%: ±20 pp.
+ROUGH_PILOT_BELOW = 20
 
 
 def register(subparsers) -> None:
@@ -24,7 +30,15 @@ def register(subparsers) -> None:
         ),
     )
     parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="e.g. results/demo")
-    parser.add_argument("--gap", type=float, help="the gap size to plan for (default: the pilot's)")
+    parser.add_argument(
+        "--gap",
+        action="append",
+        default=[],
+        metavar="[METRIC=]SIZE",
+        help="the gap to plan for, per metric in its own unit (ran_tests=0.2, turns=2; "
+        "repeatable); a bare SIZE applies to the --metric chosen, else to every rate "
+        "(default: the gap each cell's pilot shows)",
+    )
     parser.add_argument(
         "--power", type=float, default=0.8, help="wanted probability of an established verdict"
     )
@@ -44,16 +58,69 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    rows = repetitions_needed(
-        args.results_dir,
-        gap=args.gap,
-        power=args.power,
-        metrics=args.metrics,
-        max_repetitions=args.max_repetitions,
-        simulations=args.simulations,
+    sizes = gap_sizes(args.results_dir, args.gap, args.metrics)
+    settings = dict(
+        power=args.power, max_repetitions=args.max_repetitions, simulations=args.simulations
     )
+    if sizes is None:
+        rows = repetitions_needed(args.results_dir, gap=None, metrics=args.metrics, **settings)
+    else:
+        rows = [
+            row
+            for metric, size in sizes.items()
+            for row in repetitions_needed(args.results_dir, gap=size, metrics=[metric], **settings)
+        ]
     print(render(rows, args.power, args.max_repetitions, args.simulations))
     return 0
+
+
+def gap_sizes(results_dir: Path, given: list[str], metrics: list[str] | None):
+    """Each metric's gap to plan for, in its own unit; None to plan each cell's pilot gap.
+
+    A bare size is a proportion for a rate and a count of turns for `turns`: the same number
+    means nothing across metrics, so without --metric it applies to the rates alone."""
+    if not given:
+        return None
+    sizes: dict[str, float] = {}
+    bare = None
+    for text in given:
+        name, _, size = text.rpartition("=")
+        try:
+            value = float(size)
+        except ValueError:
+            raise AgentabError(
+                problem(
+                    "--gap",
+                    "",
+                    f"{text!r} is not a size",
+                    "write --gap 0.2 or --gap METRIC=SIZE, e.g. --gap ran_tests=0.2 --gap turns=2",
+                )
+            ) from None
+        if name:
+            sizes[name] = value
+        else:
+            bare = value
+    if bare is not None:
+        rates, medians = metrics_by_kind(results_dir)
+        for metric in metrics or rates:
+            sizes.setdefault(metric, bare)
+        left_out = [metric for metric in medians if metric not in sizes]
+        if left_out:
+            named = " ".join(f"--gap {metric}=SIZE" for metric in left_out)
+            print(f"not planned: {', '.join(left_out)}, in units of their own ({named})")
+    return sizes
+
+
+def metrics_by_kind(results_dir: Path) -> tuple[list[str], list[str]]:
+    """The scenario's rate metrics and its median metrics, as the pilot's values type them."""
+    scenario = load_frozen_scenario(results_dir)
+    runs, _ = read_runs(results_dir, scenario)
+    types = decide_metric_types(ScoredValues.of(runs, scenario.metrics), scenario)
+    kinds = {metric: types[metric].kind for metric in scenario.metrics}
+    return (
+        [metric for metric, kind in kinds.items() if kind == RATE],
+        [metric for metric, kind in kinds.items() if kind == MEDIAN],
+    )
 
 
 def render(rows: list[PowerRow], power: float, max_repetitions: int, simulations: int) -> str:
@@ -81,7 +148,25 @@ def render(rows: list[PowerRow], power: float, max_repetitions: int, simulations
     for line in table:
         cells = (text.ljust(width) for text, width in zip(line, widths, strict=True))
         lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)
+    return "\n".join(lines + pilot_caution(rows))
+
+
+def pilot_caution(rows: list[PowerRow]) -> list[str]:
+    """Say from how many runs the estimates came, and that a small pilot makes them rough."""
+    sizes = [n for row in rows for n in (row.pilot_n_ref, row.pilot_n_cell) if n]
+    if not sizes:
+        return []
+    smallest, largest = min(sizes), max(sizes)
+    counted = f"{smallest}" if smallest == largest else f"{smallest} to {largest}"
+    line = f"pilot: these estimates come from {counted} valid runs per cell"
+    if smallest >= ROUGH_PILOT_BELOW:
+        return ["", line + "."]
+    return [
+        "",
+        f"{line}: rough. Below {ROUGH_PILOT_BELOW} runs a pilot knows a rate only to about "
+        "±20 pp or worse (and a median no better), so the repetitions above may be far off; "
+        "a larger pilot gives a firmer answer.",
+    ]
 
 
 def _gap_text(row: PowerRow) -> str:

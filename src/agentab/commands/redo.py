@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentab.commands.next_command import DEFAULT_CONFIG, snakemake_command
 from agentab.errors import AgentabError, problem
 from agentab.report.redo import REDO_STATUSES, redo_runs
 
@@ -29,6 +30,12 @@ def register(subparsers) -> None:
         default=[],
         help="every run of this status (repeat for several)",
     )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=DEFAULT_CONFIG,
+        help="the workflow's config, to print the snakemake command (default config/config.yaml)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -51,5 +58,9 @@ def run(args) -> int:
     outputs = [p for p in result.removed if "runs" not in p.relative_to(args.results_dir).parts]
     if outputs:
         print("removed " + ", ".join(str(p.relative_to(args.results_dir)) for p in outputs))
-    print(f"{len(result.runs)} runs to redo: run snakemake again (e.g. snakemake --cores 8)")
+    count = len(result.runs)
+    print(
+        f"{count} run{'s' * (count != 1)} to redo; this redoes {'them' if count != 1 else 'it'} "
+        f"and nothing else:\n  {snakemake_command(args.results_dir, args.config)}"
+    )
     return 0

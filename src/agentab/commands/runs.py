@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from agentab.report import RUN_STATUSES, list_runs
+from agentab.report.metric_filter import parse_metric_filter
 from agentab.report.sources import load_frozen_scenario
 
 
@@ -30,6 +31,14 @@ def register(subparsers) -> None:
         default=[],
         help="only runs of this status (repeat for several)",
     )
+    parser.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="only valid runs whose metric has this value: ran_tests=false, ran_tests=true, "
+        "'turns>8' (=, !=, <, <=, >, >=; repeat to ask for all)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object a line")
     parser.set_defaults(func=run)
 
@@ -38,16 +47,22 @@ def run(args) -> int:
     scenario = load_frozen_scenario(args.results_dir)
     entries = list_runs(args.results_dir, scenario)
     counts = Counter(entry.status for entry in entries)
+    filters = [parse_metric_filter(text) for text in args.metric]
     shown = [e for e in entries if not args.status or e.status in args.status]
+    shown = [e for e in shown if all(f.matches(e.record) for f in filters)]
     if args.json:
         for entry in shown:
             line = {k: getattr(entry, k) for k in ("run", "cell", "rep", "status", "reason")}
             line |= {"faults": entry.faults, "builtin": builtin_of(entry)}
+            line |= {"metrics": entry.record.metrics if entry.record else {}}
             print(json.dumps(line, ensure_ascii=False))
     else:
         print(table(shown))
     summary = ", ".join(f"{counts[s]} {s}" for s in RUN_STATUSES if counts[s])
     print(f"{len(entries)} runs: {summary or 'none'}", file=sys.stderr)
+    if filters:
+        asked = " and ".join(args.metric)
+        print(f"{len(shown)} of them with {asked}", file=sys.stderr)
     return 0
 
 

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import jinja2
 
+from agentab.metrics import RATE
 from agentab.rendering import template_environment
+from agentab.report.metric_filter import runs_by_value
 from agentab.report.run_page import OFFLINE_PROVIDER, diff_css, run_view
 from agentab.report.runs import RUN_STATUSES, RunEntry, list_runs
 from agentab.report.sources import load_frozen_scenario, read_runs, synthesis_context
@@ -138,6 +140,11 @@ def cell_context(scenario, cell, context: dict, entries: list[RunEntry]) -> dict
         "statuses": RUN_STATUSES,
         "counts": status_counts(entries),
         "runs": entries,
+        "behind": {
+            metric["name"]: runs_by_value(entries, metric["name"])
+            for metric in context["metrics"]
+            if metric["type"].kind == RATE
+        },
     }
 
 

@@ -9,11 +9,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentab.report.builder import INDEX
-from agentab.workflow.progress import Progress, start_progress
+from agentab.workflow.progress import Progress, failure_advice, start_progress
 
 # The modules that write the report (not the workflow hooks, not `redo`).
-REPORT_MODULES = ("builder", "conversation", "run_page", "runs", "sources")
+REPORT_MODULES = (
+    "builder",
+    "conversation",
+    "metric_filter",
+    "receipt",
+    "run_page",
+    "runs",
+    "sources",
+)
 _RUNNING: list[Progress] = []
+__all__ = [
+    "failure_advice",
+    "report_code",
+    "report_targets",
+    "start_run_progress",
+    "stop_run_progress",
+]
 
 
 def report_targets(plan) -> list[str]:

@@ -14,6 +14,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
 from agentab.report.conversation import Conversation, read_conversation
+from agentab.report.receipt import ReceiptView, receipt_view
 from agentab.report.runs import RunEntry, fault_reason, read_faults
 
 OFFLINE_PROVIDER = "offline"
@@ -45,7 +46,7 @@ class RunView:
     diff_cut: bool
     patch_present: bool
     validators: list[ValidatorView]
-    receipt: list[tuple[str, str]] | None
+    receipt: ReceiptView | None
     provenance: list[tuple[str, str]]
     builtin: list[tuple[str, str]]  # the built-in run metrics, in their order
     problems: list[str]
@@ -76,7 +77,7 @@ def run_view(results_dir: Path, entry: RunEntry, scenario) -> RunView:
         diff_cut=cut,
         patch_present=present,
         validators=validator_views(folder),
-        receipt=receipt_rows(folder / RECEIPT_FILE),
+        receipt=receipt_view(folder / RECEIPT_FILE),
         provenance=provenance_rows(record.provenance if record else run_provenance(run)),
         builtin=[
             (name, "" if value is None else str(value))
@@ -155,28 +156,6 @@ def validator_views(folder: Path) -> list[ValidatorView]:
 
 def json_text(value) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def receipt_rows(path: Path) -> list[tuple[str, str]] | None:
-    """Every leaf of receipt.json as (key path, value): shown as it is, whatever it holds."""
-    data = read_json(path)
-    if data is None:
-        return [("receipt.json", "cannot be read")] if path.exists() else None
-    return flatten(data)
-
-
-def flatten(data, prefix: str = "") -> list[tuple[str, str]]:
-    if isinstance(data, dict) and data:
-        rows = []
-        for key, value in data.items():
-            rows += flatten(value, f"{prefix}.{key}" if prefix else str(key))
-        return rows
-    if isinstance(data, list) and data and any(isinstance(i, dict | list) for i in data):
-        rows = []
-        for index, value in enumerate(data):
-            rows += flatten(value, f"{prefix}[{index}]")
-        return rows
-    return [(prefix or "(value)", json_text(data))]
 
 
 def run_provenance(run: dict) -> dict:

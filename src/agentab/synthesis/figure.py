@@ -28,6 +28,7 @@ FONT = "font-family:DejaVu Sans,Helvetica,Arial,sans-serif"
 ROW, PANEL_HEAD, PANEL_GAP, AXIS, LEGEND, MARGIN = 22, 30, 26, 20, 52, 12
 PLOT_WIDTH, LABEL_CHAR, FONT_SIZE = 420, 7.0, 12
 MOST_TICKS = 7
+RATE_LIMIT_PP = 100.0
 EDGE_MARGIN = 0.04  # of the span of a panel's values
 
 
@@ -84,7 +85,11 @@ def _panel(metric: str, gaps: list[Gap], left: float, top: float) -> list[str]:
     smallest, largest = min(ends + [0.0]), max(ends + [0.0])
     # A margin, so that a point or an interval's end never sits on the frame.
     margin = EDGE_MARGIN * (largest - smallest)
-    ticks = nice_ticks(smallest - margin, largest + margin)
+    low, high = smallest - margin, largest + margin
+    if gaps[0].kind == RATE:
+        # A rate gap lies in −100..+100 pp: an axis beyond it shows differences that cannot be.
+        low, high = max(low, -RATE_LIMIT_PP), min(high, RATE_LIMIT_PP)
+    ticks = nice_ticks(low, high)
     low, high = ticks[0], ticks[-1]
     plot_top = top + PANEL_HEAD
     plot_bottom = plot_top + _plot_height(gaps)

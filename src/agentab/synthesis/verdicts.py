@@ -26,6 +26,7 @@ HOLM_LEVEL = 0.05
 # Threads that resample groups; numpy draws without holding the interpreter lock.
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 PENDING_NOTE = "no value yet: pending a human form in every valid run"
+SHORT_OF_RUNS = f"fewer than {stats.MIN_RUNS_PER_GROUP} valid runs per group"
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,20 @@ class Gap:
     @property
     def survives_holm(self) -> bool:
         return self.verdict.is_established and self.p_holm < HOLM_LEVEL
+
+    @property
+    def short_of_runs(self) -> bool:
+        """Too few valid runs in a group for this gap ever to be established."""
+        return min(self.n_cell, self.n_ref) < stats.MIN_RUNS_PER_GROUP
+
+    @property
+    def verdict_text(self) -> str:
+        """`established`, `inconclusive`, or why an inconclusive gap could not be otherwise."""
+        if self.verdict.is_established:
+            return "established"
+        if self.short_of_runs:
+            return f"inconclusive: {SHORT_OF_RUNS}"
+        return "inconclusive"
 
 
 @dataclass
@@ -221,13 +236,18 @@ def compute_gaps(
 
 def too_few_runs(gap: Gap) -> Gap:
     """A gap is never established from fewer than stats.MIN_RUNS_PER_GROUP valid runs in either
-    group: a bootstrap of so few values has too little spread, and chance alone looks certain."""
-    smallest = min(gap.n_cell, gap.n_ref)
-    if smallest >= stats.MIN_RUNS_PER_GROUP or not gap.verdict.is_established:
+    group: a bootstrap of so few values has too little spread, and chance alone looks certain.
+    Every such gap says so, or a reader takes `+100 pp [+100, +100] inconclusive` for a riddle."""
+    if not gap.short_of_runs:
         return gap
+    smallest = min(gap.n_cell, gap.n_ref)
+    runs = f"{gap.n_cell} and {gap.n_ref} valid runs here"
+    needed = f"a gap needs at least {stats.MIN_RUNS_PER_GROUP} per group to be established"
+    if not gap.verdict.is_established:
+        return dataclasses.replace(gap, note=f"{SHORT_OF_RUNS} ({runs}): {needed}")
     note = (
         f"its interval excludes 0, but with {smallest} valid run{'s' * (smallest != 1)} in a "
-        f"group a gap needs at least {stats.MIN_RUNS_PER_GROUP} per group to be established"
+        f"group {needed}"
     )
     verdict = dataclasses.replace(gap.verdict, verdict=stats.INCONCLUSIVE)
     return dataclasses.replace(gap, verdict=verdict, note=note)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -220,3 +221,51 @@ class Progress:
 
 def start_progress(folders: Iterable[Path], interval_s: float = INTERVAL_S) -> Progress:
     return Progress(folders, interval_s=interval_s).begin()
+
+
+# ------------------------------------------------------------------------- after a failure
+
+USER_ERROR_EXIT = 2
+FAULT_EXIT = 3
+STOPPED_EXITS = range(129, 160)  # 128 + the signal's number
+# How Snakemake's log gives a failed shell job's exit status (9.27; a subprocess message).
+EXIT_STATUS = re.compile(r"returned non-zero exit status (\d+)\.")
+
+
+def failed_exit_statuses(logs: Iterable[Path | str]) -> list[int]:
+    """The exit status of every job that failed, from Snakemake's logs of this invocation."""
+    statuses = []
+    for log in logs:
+        try:
+            text = Path(log).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        statuses += [int(found) for found in EXIT_STATUS.findall(text)]
+    return statuses
+
+
+def failure_advice(logs: Iterable[Path | str]) -> str:
+    """What to do after a failed invocation. A rerun redoes a fault or a stopped job; it cannot
+    help a job that stopped on an error a person must fix (exit 2), so that gets no such advice."""
+    statuses = failed_exit_statuses(logs if not isinstance(logs, str | Path) else [logs])
+    user_errors = statuses.count(USER_ERROR_EXIT)
+    redone = sum(status == FAULT_EXIT or status in STOPPED_EXITS for status in statuses)
+    if user_errors:
+        text = (
+            f"agentab: {plural(user_errors, 'job')} stopped on an error a person must fix: its "
+            "message above names the file, the key and the fix; until it is fixed, every "
+            "invocation stops on it the same way."
+        )
+        if redone:
+            text += f" Once it is fixed, the next invocation also redoes {plural(redone, 'job')} that faulted or were stopped."
+        return text
+    if redone and len(statuses) == redone:
+        return (
+            f"agentab: {plural(redone, 'job')} faulted or were stopped: run the same command "
+            "again to redo only what is missing."
+        )
+    return "agentab: a job failed: its error is above, with the log to read."
+
+
+def plural(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' * (number != 1)}"
