@@ -398,8 +398,11 @@ def perform_run(
     try:
         spec = replace(spec, bricks=frozen_bricks(spec.bricks, bricks_folder))
         etalon = scenario.etalon
-        cache = work_root.absolute().parent / "cache"
-        setup = run_setup(etalon, clone, files.folder / "setup.log", cache, files.lock, confinement)
+        state = work_root.absolute().parent
+        setup = run_setup(
+            etalon, clone, files.folder / "setup.log", state / "cache", files.lock, confinement,
+            environments=state / "environments",
+        )  # fmt: skip
         keep_environment(setup, files.folder / "environment.txt")
         attempt_files = replace(files, model_requests=attempt_log)
         run = run_agent(

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from agentab.etalon import exclude_from_git, git
 from agentab.harnesses.base import HarnessFault
 from agentab.run.confinement import NONE
+from agentab.run.environments import environment_key, keep, kept_environment, lock_for, reuse
 from agentab.run.package_config import PackageConfig, caller_package_config
 from agentab.run.process import CannotStart, run_process
 from agentab.run.sandbox import Sandbox
@@ -46,6 +47,7 @@ class SetupRecord:
     seconds: float = 0.0
     package_config: dict = field(default_factory=dict)
     environment: list[str] = field(default_factory=list)
+    reused: bool = False  # copied in from an earlier checkout (environments.py)
 
     def environment_sha256(self) -> str | None:
         if not self.environment:
@@ -55,6 +57,7 @@ class SetupRecord:
     def as_dict(self) -> dict:
         return {
             "seconds": round(self.seconds, 3),
+            "reused": self.reused,
             "package_config": self.package_config,
             "environment_sha256": self.environment_sha256(),
         }
@@ -75,11 +78,20 @@ def setup_env(cache: str, home: str) -> dict[str, str]:
 
 
 def run_setup(
-    etalon, checkout: Path, log: Path, cache: Path, lock: Path, confinement: str
+    etalon,
+    checkout: Path,
+    log: Path,
+    cache: Path,
+    lock: Path,
+    confinement: str,
+    *,
+    environments: Path | None = None,
+    list_packages: bool = True,
 ) -> SetupRecord:
-    """Run the etalon's setup in `checkout` (nothing when it declares none), then list the
-    environment it made. Raises HarnessFault when a command fails or the setup passes its time
-    limit."""
+    """Run the etalon's setup in `checkout` (nothing when it declares none), or copy in what it
+    made in an earlier checkout of the same commit (`environments.py`, kept under
+    `environments`); then list the environment. Raises HarnessFault when a command fails or the
+    setup passes its time limit."""
     if not etalon.setup:
         return SetupRecord()
     cache.mkdir(parents=True, exist_ok=True)
@@ -87,22 +99,51 @@ def run_setup(
     confined = confinement != NONE
     # Unconfined, setup's HOME is the cache folder: it sees none of the caller's files.
     config = caller_package_config(home_inside=SETUP_HOME) if confined else PackageConfig()
-    script = "exec 2>&1\nset -e\n" + "\n".join(etalon.setup) + "\n"
     where = (Path(WORKSPACE), CACHE) if confined else (checkout, str(cache))
 
     def sandbox() -> Sandbox | None:  # one per process: a Sandbox confines one
         return Sandbox(setup_view(checkout, cache, config.mounts)) if confined else None
 
+    def execute() -> None:
+        run_commands(etalon, log, lock, where, sandbox())
+
+    reused = False
+    if confined and environments is not None:
+        sha = git("rev-parse", "HEAD", cwd=checkout).strip()
+        kept = kept_environment(environments, environment_key(sha, etalon.setup, etalon.path))
+        with lock_for(kept):
+            earlier = reuse(kept, checkout)
+            if earlier is None:
+                execute()
+                keep(checkout, kept, time.monotonic() - started)
+            else:
+                reused = True
+                log.write_text(
+                    f"copied in what this setup made in an earlier checkout of {sha[:12]} "
+                    f"(in {earlier['seconds']:g}s): {', '.join(earlier['created'])}\n"
+                )
+    else:
+        execute()
+    keep_out_of_the_patch(checkout)
+    environment = (
+        list_environment(etalon.path, checkout, lock, where, sandbox()) if list_packages else []
+    )
+    return SetupRecord(time.monotonic() - started, config.record(), environment, reused)
+
+
+def run_commands(etalon, log: Path, lock: Path, where, sandbox) -> None:
+    script = "exec 2>&1\nset -e\n" + "\n".join(etalon.setup) + "\n"
+    cwd, cache = where
     try:
         result = run_process(
             ["/bin/sh", "-c", script],
-            env=setup_env(where[1], SETUP_HOME if confined else str(cache)),
-            cwd=where[0],
+            env=setup_env(cache, SETUP_HOME if sandbox else cache),
+            cwd=cwd,
             stdout_path=log,
             stderr_path=Path("/dev/null"),
             timeout_s=etalon.setup_timeout_s,
             lock_path=lock,
-            sandbox=sandbox(),
+            sandbox=sandbox,
         )
     except CannotStart as error:
         raise HarnessFault(f"the etalon's setup could not start: {error}") from None
@@ -116,9 +157,6 @@ def run_setup(
             f"the etalon's setup failed (exit status {result.exit_code}): {last_lines(log)}; "
             f"its output is in {log}"
         )
-    keep_out_of_the_patch(checkout)
-    environment = list_environment(etalon.path, checkout, lock, where, sandbox())
-    return SetupRecord(time.monotonic() - started, config.record(), environment)
 
 
 def list_environment(path, checkout: Path, lock: Path, where, sandbox) -> list[str]:

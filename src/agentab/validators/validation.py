@@ -77,9 +77,11 @@ def validate_run(
         # On the etalon as tagged, before the run's patch: nothing the agent wrote ever runs
         # with the network and the caller's package-manager configuration, and the validator
         # scores the run's code in the etalon's environment, as the agent worked in it.
-        cache = work_root.absolute().parent / "cache"
-        log = files.audit / "setup.log"
-        run_setup(scenario.etalon, checkout, log, cache, files.lock, confinement)
+        state, log = work_root.absolute().parent, files.audit / "setup.log"
+        run_setup(
+            scenario.etalon, checkout, log, state / "cache", files.lock, confinement,
+            environments=state / "environments", list_packages=False,
+        )  # fmt: skip
 
     try:
         job = prepare_job(
