@@ -16,7 +16,7 @@ from pathlib import Path
 from agentab.metrics import REASON_FIELDS
 from agentab.scenario.bricks import KIND_WORDS, brick_shape_problem, content_sha256, inside
 from agentab.scenario.cells import BRICK_KINDS, TASK_KEYS, CellDraft, slugify
-from agentab.scenario.durations import parse_duration
+from agentab.scenario.durations import DURATION_FIX, duration_problem
 from agentab.scenario.source import Collector, quote_key, suggest
 from agentab.scenario.types import AgentConfig, Brick, Cell
 
@@ -362,14 +362,17 @@ def check_values(data: dict, sink: Collector) -> None:
             f"write repetitions = {int(repetitions)}",
         )
     durations = [("agent.timeout", data["agent"]["timeout"])]
+    if "setup_timeout" in data["etalon"]:
+        durations.append(("etalon.setup_timeout", data["etalon"]["setup_timeout"]))
     durations += [
         (f"validators.{name}.timeout", spec["timeout"])
         for name, spec in data.get("validators", {}).items()
         if "timeout" in spec
     ]
     for key, value in durations:
-        if parse_duration(value) <= 0:
-            sink.add(key, f"a time limit of {value!r} ends every run at once", 'write e.g. "15m"')
+        message = duration_problem(value)
+        if message:
+            sink.add(key, f"`{key}`: {message}", DURATION_FIX)
 
 
 def check_scale(scenario) -> list[str]:
