@@ -54,7 +54,7 @@ def load_scenario(
     if not check_schema:
         try:
             return _load(path, check_etalon, check_bricks, check_schema=False)
-        except (ScenarioError, KeyError, TypeError, AttributeError, ValueError):
+        except (ScenarioError, LookupError, TypeError, AttributeError, ValueError, OSError):
             pass  # the full check below finds the same problem and names it well
     return _load(path, check_etalon, check_bricks, check_schema=True)
 

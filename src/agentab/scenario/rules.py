@@ -158,6 +158,15 @@ def resolve_relative(base: Path, rel: str, key: str, sink: Collector, check: boo
     return path
 
 
+def resolve_file(base: Path, rel: str, key: str, sink: Collector) -> Path | None:
+    """A file the scenario names, which must be a regular file (not a folder)."""
+    path = resolve_relative(base, rel, key, sink, True)
+    if path is not None and not path.is_file():
+        sink.add(key, f"`{rel}` is a folder, not a file", "name the file itself")
+        return None
+    return path
+
+
 def task_prompt(owner: dict, base: Path, key: str, sink: Collector, check: bool) -> str | None:
     if "prompt" in owner and "prompt_file" in owner:
         sink.add(key, "both `prompt` and `prompt_file` are set", "keep one of them")
@@ -167,7 +176,7 @@ def task_prompt(owner: dict, base: Path, key: str, sink: Collector, check: bool)
         return owner["prompt"]
     if "prompt_file" in owner:
         rel = owner["prompt_file"]
-        path = resolve_relative(base, rel, f"{key}.prompt_file", sink, check)
+        path = resolve_file(base, rel, f"{key}.prompt_file", sink) if check else base / rel
         if path is None or not path.is_file():
             return None if check else ""
         text = read_text(path, rel, f"{key}.prompt_file", sink)

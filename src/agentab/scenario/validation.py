@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agentab.metrics import REASON_FIELDS
 from agentab.scenario.names import check_validator_names
-from agentab.scenario.rules import resolve_relative
+from agentab.scenario.rules import resolve_file, resolve_relative
 from agentab.scenario.source import Collector
 from agentab.scenario.texts import is_blank, read_text
 
@@ -91,8 +91,8 @@ def check_judge_model(model: str, key: str, sink: Collector) -> None:
 
 def check_rubric(spec: dict, sc_dir: Path, key: str, sink: Collector) -> None:
     rel = spec["rubric_file"]
-    path = resolve_relative(sc_dir, rel, f"{key}.rubric_file", sink, True)
-    if path is None or not path.is_file():
+    path = resolve_file(sc_dir, rel, f"{key}.rubric_file", sink)
+    if path is None:
         return
     text = read_text(path, rel, f"{key}.rubric_file", sink)
     if text is not None and is_blank(text):
@@ -108,8 +108,8 @@ def judge_metrics(spec: dict, sc_dir: Path, key: str, sink: Collector, check: bo
     if not check:
         return set()
     rel = spec["schema_file"]
-    path = resolve_relative(sc_dir, rel, f"{key}.schema_file", sink, True)
-    text = read_text(path, rel, f"{key}.schema_file", sink) if path and path.is_file() else None
+    path = resolve_file(sc_dir, rel, f"{key}.schema_file", sink)
+    text = read_text(path, rel, f"{key}.schema_file", sink) if path else None
     if text is None:
         return set()
     import jsonschema  # here: only a full check reads the judge's schema
