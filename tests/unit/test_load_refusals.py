@@ -173,6 +173,14 @@ CASES: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
         append_bytes,
         ("scenario.toml:", "not UTF-8", "save the file as UTF-8"),
     ),
+    "prompt file that is a folder": (
+        lambda d: edit(d, 'prompt_file = "task.md"', 'prompt_file = "bricks"'),
+        ("`bricks`", "[task.prompt_file]", "a folder, not a file", "name the file itself"),
+    ),
+    "judge schema that is a folder": (
+        lambda d: edit(d, 'schema_file = "rubrics/on_task.schema.json"', 'schema_file = "rubrics"'),
+        ("`rubrics`", "[validators.on_task.schema_file]", "a folder", "name the file itself"),
+    ),
     "deeply nested arrays": (
         lambda d: append(d, DEEP),
         ("scenario.toml:", "[deep.x]", "too deeply", "flatten"),
