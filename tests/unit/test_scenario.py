@@ -81,6 +81,7 @@ def scenario_dir(tmp_path: Path) -> Path:
     ):
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(f"{rel}\n")
+    (folder / "validators/tests.py").chmod(0o755)
     return folder
 
 

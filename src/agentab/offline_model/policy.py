@@ -49,6 +49,7 @@ messages the request already holds, then the final message.
 from __future__ import annotations
 
 import random
+import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -225,7 +226,7 @@ def load_policy(name_or_path: str) -> Policy:
             raise AgentabError(
                 problem(path, "", "no such policy file", "give the path of a policy TOML file")
             )
-        return Policy(path.stem, parse(path.read_text(), path), path)
+        return Policy(path.stem, parse(policy_text(path), path), path)
     resource = resources.files("agentab.offline_model") / "policies" / f"{name_or_path}.toml"
     if not resource.is_file():
         known = ", ".join(shipped_policy_names())
@@ -240,13 +241,74 @@ def load_policy(name_or_path: str) -> Policy:
     return Policy(name_or_path, parse(resource.read_text(), resource), str(resource))
 
 
+def policy_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as error:
+        raise AgentabError(
+            problem(path, "", f"is not UTF-8 text ({error.reason})", "save it as UTF-8 text")
+        ) from None
+
+
 def parse(text: str, source) -> dict:
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
+    except (tomllib.TOMLDecodeError, RecursionError) as error:
+        where = re.search(r"line (\d+)", str(error))
         raise AgentabError(
-            problem(source, "", f"not valid TOML: {error}", "fix the syntax")
+            problem(
+                source,
+                "",
+                f"not valid TOML: {error or 'nested too deeply'}",
+                "fix the syntax at that line (strings need quotes, tables [like.this])",
+                int(where.group(1)) if where else None,
+            )
         ) from None
-    if "policy" not in data:
+    if not isinstance(data.get("policy"), dict):
         raise AgentabError(problem(source, "policy", "missing [policy] table", "add [policy]"))
+    steps = data.get("steps", [])
+    if not isinstance(steps, list):
+        raise AgentabError(
+            problem(source, "steps", "is not a list", "write each step as [[steps]]")
+        )
+    for number, step in enumerate(steps, start=1):
+        for key, found in step_problems(step, f"steps[{number}]"):
+            raise AgentabError(problem(source, key, *found))
     return data
+
+
+def step_problems(step, key: str):
+    """(key, (message, fix)) for what a step cannot do: a step the offline model would skip
+    without a word measures a conversation the policy's author never wrote."""
+    if not isinstance(step, dict):
+        yield key, ("a step is a table", "write it as [[steps]] with an action or a tool")
+        return
+    if ("action" in step) == ("tool" in step):
+        yield (
+            key,
+            (
+                "a step names either an action or a tool, and this one names "
+                + ("both" if "action" in step else "neither"),
+                f'add action = one of {", ".join(ACTION_ARGUMENTS)}, or tool = "<a tool name>"',
+            ),
+        )
+    elif "action" in step and step["action"] not in ACTION_ARGUMENTS:
+        yield (
+            f"{key}.action",
+            (
+                f"unknown action {step['action']!r}: the offline model would skip the step",
+                f"use one of: {', '.join(ACTION_ARGUMENTS)}",
+            ),
+        )
+    elif "action" in step:
+        missing = [arg for arg in ACTION_ARGUMENTS[step["action"]] if arg not in step]
+        if missing:
+            yield (
+                f"{key}.action",
+                (
+                    f"action {step['action']!r} needs {', '.join(missing)}",
+                    f"add {' and '.join(f'{arg} = ...' for arg in missing)} to the step",
+                ),
+            )
+    if "otherwise" in step:
+        yield from step_problems(step["otherwise"], f"{key}.otherwise")

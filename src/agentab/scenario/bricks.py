@@ -65,11 +65,20 @@ def content_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def resolved(path: Path) -> Path | None:
+    """The path with its links followed, or None when they lead round in a loop."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):  # Python says "Symlink loop" with either, by version
+        return None
+
+
 def inside(path: Path, folder: Path) -> bool:
     """Whether path, symlinks followed, lies in folder (symlinks followed too)."""
+    target = resolved(path)
     try:
-        path.resolve().relative_to(folder.resolve())
-    except ValueError:
+        target.relative_to(folder.resolve())
+    except (AttributeError, ValueError):
         return False
     return True
 
@@ -85,6 +94,8 @@ def brick_shape_problem(kind: str, path: Path, scenario_dir: Path) -> str | None
             return "a skill is a folder holding SKILL.md, and this folder has none"
     if path.is_dir():
         for child in sorted(path.rglob("*")):
+            if resolved(child) is None:
+                return f"`{child.relative_to(path)}` inside it is a link that leads round in a loop"
             if not inside(child, scenario_dir):
                 return (
                     f"`{child.relative_to(path)}` inside it is a link that leads out of the "

@@ -15,6 +15,7 @@ from pathlib import Path
 from agentab.errors import ScenarioError
 from agentab.scenario import cells as cells_module
 from agentab.scenario.durations import parse_duration
+from agentab.scenario.names import check_slug_lengths
 from agentab.scenario.rules import (
     build_cell,
     check_cell_names,
@@ -23,7 +24,6 @@ from agentab.scenario.rules import (
     check_matrix,
     check_no_op_settings,
     check_offline_policies,
-    check_validators,
     check_values,
     pick_reference,
     task_prompt,
@@ -31,6 +31,7 @@ from agentab.scenario.rules import (
 )
 from agentab.scenario.source import Collector, read_toml, schema_problems
 from agentab.scenario.types import AgentConfig, Etalon, Scenario, ValidatorSpec
+from agentab.scenario.validation import check_validators
 
 
 def load_scenario(
@@ -53,7 +54,7 @@ def load_scenario(
     if not check_schema:
         try:
             return _load(path, check_etalon, check_bricks, check_schema=False)
-        except (ScenarioError, KeyError, TypeError, AttributeError, ValueError):
+        except (ScenarioError, LookupError, TypeError, AttributeError, ValueError, OSError):
             pass  # the full check below finds the same problem and names it well
     return _load(path, check_etalon, check_bricks, check_schema=True)
 
@@ -136,6 +137,7 @@ def _load(path: Path, check_etalon: bool, check_bricks: bool, check_schema: bool
         for draft in drafts
     ]
     check_cell_names(cells, sink)
+    check_slug_lengths(cells, sink)
     if check_bricks:
         check_duplicate_cells(cells, sink)
         check_harness_support(cells, sink)

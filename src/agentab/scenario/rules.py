@@ -13,11 +13,17 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from agentab.metrics import REASON_FIELDS
-from agentab.scenario.bricks import KIND_WORDS, brick_shape_problem, content_sha256, inside
+from agentab.scenario.bricks import (
+    KIND_WORDS,
+    brick_shape_problem,
+    content_sha256,
+    inside,
+    resolved,
+)
 from agentab.scenario.cells import BRICK_KINDS, TASK_KEYS, CellDraft, slugify
-from agentab.scenario.durations import parse_duration
+from agentab.scenario.durations import DURATION_FIX, duration_problem
 from agentab.scenario.source import Collector, quote_key, suggest
+from agentab.scenario.texts import check_brick_text, check_prompt_text, read_text
 from agentab.scenario.types import AgentConfig, Brick, Cell
 
 AGENT_SCALARS = ("thinking", "model", "provider", "harness", "version")
@@ -124,9 +130,16 @@ def check_no_op_settings(data: dict, base_agent: AgentConfig, sink: Collector) -
 
 
 def resolve_relative(base: Path, rel: str, key: str, sink: Collector, check: bool) -> Path | None:
-    path = (base / rel).resolve() if check else base / rel
     if not check:
-        return path
+        return base / rel
+    path = resolved(base / rel)
+    if path is None:
+        sink.add(
+            key,
+            f"`{rel}` is a link that leads nowhere (a loop of links, or one link too many)",
+            "point the link at a real file inside the scenario's folder, or copy the file there",
+        )
+        return None
     if not inside(path, base):
         sink.add(
             key,
@@ -145,17 +158,31 @@ def resolve_relative(base: Path, rel: str, key: str, sink: Collector, check: boo
     return path
 
 
+def resolve_file(base: Path, rel: str, key: str, sink: Collector) -> Path | None:
+    """A file the scenario names, which must be a regular file (not a folder)."""
+    path = resolve_relative(base, rel, key, sink, True)
+    if path is not None and not path.is_file():
+        sink.add(key, f"`{rel}` is a folder, not a file", "name the file itself")
+        return None
+    return path
+
+
 def task_prompt(owner: dict, base: Path, key: str, sink: Collector, check: bool) -> str | None:
     if "prompt" in owner and "prompt_file" in owner:
         sink.add(key, "both `prompt` and `prompt_file` are set", "keep one of them")
         return None
     if "prompt" in owner:
+        check_prompt_text(owner["prompt"], None, f"{key}.prompt", sink)
         return owner["prompt"]
     if "prompt_file" in owner:
-        path = resolve_relative(base, owner["prompt_file"], f"{key}.prompt_file", sink, check)
+        rel = owner["prompt_file"]
+        path = resolve_file(base, rel, f"{key}.prompt_file", sink) if check else base / rel
         if path is None or not path.is_file():
             return None if check else ""
-        return path.read_text(encoding="utf-8")
+        text = read_text(path, rel, f"{key}.prompt_file", sink)
+        if text is not None:
+            check_prompt_text(text, rel, f"{key}.prompt_file", sink)
+        return text
     return None
 
 
@@ -200,6 +227,8 @@ def build_cell(
             if shape:
                 sink.add(key, f"`{rel}`: {shape}", f"pass a real {KIND_WORDS[kind]}")
                 continue
+            if check:
+                check_brick_text(kind, path, rel, key, sink)
             sha = content_sha256(path) if check else ""
             bricks.append(Brick(kind=kind, rel=rel, path=path, sha256=sha))
     return Cell(
@@ -320,7 +349,9 @@ def check_offline_policies(data: dict, cells: list[Cell], sc_dir: Path, sink: Co
             wanted.add((f"validators.{name}.model", spec["model"].removeprefix("offline:")))
     for key, policy in sorted(wanted):
         if policy.endswith(".toml"):
-            resolve_relative(sc_dir, policy, key, sink, True)
+            path = resolve_relative(sc_dir, policy, key, sink, True)
+            if path is not None:
+                check_policy_file(path, policy, key, sink)
         elif policy not in known:
             sink.add(
                 key,
@@ -328,6 +359,20 @@ def check_offline_policies(data: dict, cells: list[Cell], sc_dir: Path, sink: Co
                 f"use one of: {', '.join(known)}, or a policy file (`policies/x.toml`)"
                 + suggest(policy, known),
             )
+
+
+def check_policy_file(path: Path, rel: str, key: str, sink: Collector) -> None:
+    """A policy file the offline model could not read would fail every run it serves."""
+    from agentab.errors import AgentabError
+    from agentab.offline_model.policy import load_policy
+
+    try:
+        load_policy(str(path))
+    except AgentabError as error:
+        for found in error.problems:
+            where = f"{found.key} of " if found.key else ""
+            line = f" (its line {found.line})" if found.line else ""
+            sink.add(key, f"{where}policy file `{rel}`{line}: {found.message}", found.fix)
 
 
 def pick_reference(data: dict, cells: list[Cell], sink: Collector) -> str:
@@ -362,14 +407,17 @@ def check_values(data: dict, sink: Collector) -> None:
             f"write repetitions = {int(repetitions)}",
         )
     durations = [("agent.timeout", data["agent"]["timeout"])]
+    if "setup_timeout" in data["etalon"]:
+        durations.append(("etalon.setup_timeout", data["etalon"]["setup_timeout"]))
     durations += [
         (f"validators.{name}.timeout", spec["timeout"])
         for name, spec in data.get("validators", {}).items()
         if "timeout" in spec
     ]
     for key, value in durations:
-        if parse_duration(value) <= 0:
-            sink.add(key, f"a time limit of {value!r} ends every run at once", 'write e.g. "15m"')
+        message = duration_problem(value)
+        if message:
+            sink.add(key, f"`{key}`: {message}", DURATION_FIX)
 
 
 def check_scale(scenario) -> list[str]:
@@ -384,68 +432,3 @@ def check_scale(scenario) -> list[str]:
         f"{COMFORTABLE_JOBS} (docs/performance.md); run fewer repetitions first and plan the "
         "rest with `agentab plan`"
     ]
-
-
-# ---------------------------------------------------------------------------- validators
-
-
-def judge_metrics(spec: dict, sc_dir: Path, key: str, sink: Collector, check: bool) -> set[str]:
-    if not check:
-        return set()
-    path = resolve_relative(sc_dir, spec["schema_file"], f"{key}.schema_file", sink, True)
-    if path is None:
-        return set()
-    import jsonschema  # here: only a full check reads the judge's schema
-
-    try:
-        schema = json.loads(path.read_text(encoding="utf-8"))
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except (ValueError, jsonschema.SchemaError) as error:
-        sink.add(
-            f"{key}.schema_file",
-            f"`{spec['schema_file']}` is not a valid JSON Schema: {str(error).splitlines()[0]}",
-            "fix the schema file",
-        )
-        return set()
-    return set(schema.get("properties", {})) - set(REASON_FIELDS)
-
-
-def check_validators(data: dict, sc_dir: Path, sink: Collector, check: bool) -> None:
-    metrics = set(data.get("validation", {}).get("metrics", []))
-    produced: dict[str, str] = {}
-    forms = []
-    for name, spec in data.get("validators", {}).items():
-        key = f"validators.{name}"
-        mode = spec.get("mode")
-        if mode == "script" and check:
-            first = spec["run"][0]
-            if "/" in first or first.endswith((".py", ".sh")):
-                resolve_relative(sc_dir, first, f"{key}.run", sink, True)
-        elif mode == "judge":
-            if check:
-                resolve_relative(sc_dir, spec["rubric_file"], f"{key}.rubric_file", sink, True)
-            for metric in judge_metrics(spec, sc_dir, key, sink, check):
-                produced.setdefault(metric, name)
-        elif mode == "form":
-            forms.append((name, spec))
-    for name, spec in forms:
-        for metric in spec.get("fills", []):
-            if metric in produced:
-                sink.add(
-                    f"validators.{name}.fills",
-                    f"form `{name}` fills `{metric}`, which validator `{produced[metric]}` "
-                    "produces",
-                    "a form may fill only a metric nothing else produces; remove it from fills",
-                )
-            if metric not in metrics:
-                sink.add(
-                    f"validators.{name}.fills",
-                    f"form `{name}` fills `{metric}`, which is not in the metric contract",
-                    f"add `{metric}` to [validation].metrics, or remove it from fills",
-                )
-    if not data.get("validators"):
-        sink.add(
-            "validators",
-            "the scenario declares no validator, so no run could be scored",
-            "add a [validators.<name>] table (mode script, judge or form)",
-        )

@@ -12,6 +12,9 @@ from importlib import resources
 from pathlib import Path
 
 from agentab.errors import Problem, ScenarioError, problem
+from agentab.scenario.durations import DURATION_FIX, DURATION_KEYS, duration_problem
+
+BYTE_ORDER_MARK = "\ufeff"
 
 
 class Collector:
@@ -61,6 +64,26 @@ def _key_lines(text: str) -> dict[tuple[str, ...], int]:
     return lines
 
 
+def key_at_line(text: str, line: int | None) -> str:
+    """The key written at a line, or the last one above it: where a person looks."""
+    found = ""
+    for key, number in sorted(_key_lines(text).items(), key=lambda item: item[1]):
+        if line is not None and number <= line:
+            found = ".".join(key)
+    return found
+
+
+def _deepest_line(text: str) -> int | None:
+    """The line where brackets open deepest: what a too deep nesting error points at."""
+    depth, deepest, where = 0, 0, None
+    for number, line in enumerate(text.splitlines(), start=1):
+        for char in line:
+            depth += (char in "[{") - (char in "]}")
+            if depth > deepest:
+                deepest, where = depth, number
+    return where
+
+
 def read_toml(path: Path) -> tuple[dict, str]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -75,7 +98,7 @@ def read_toml(path: Path) -> tuple[dict, str]:
         raise ScenarioError(
             problem(
                 path,
-                "",
+                key_at_line(error.object.decode("utf-8", "replace"), line),
                 f"is not UTF-8 text (byte {error.object[error.start]:#04x} cannot be decoded)",
                 "save the file as UTF-8 (TOML files are UTF-8 by definition)",
                 line,
@@ -85,8 +108,21 @@ def read_toml(path: Path) -> tuple[dict, str]:
         raise ScenarioError(
             problem(path, "", f"cannot read the file: {error.strerror}", "check its permissions")
         ) from None
+    # A byte-order mark is how some editors say "UTF-8"; TOML does not allow it, so it goes.
+    text = text.removeprefix(BYTE_ORDER_MARK)
     try:
         return tomllib.loads(text), text
+    except RecursionError:
+        line = _deepest_line(text)
+        raise ScenarioError(
+            problem(
+                path,
+                key_at_line(text, line),
+                "nests arrays or tables too deeply to be read",
+                "flatten the nesting: no key of a scenario holds more than a list of strings",
+                line,
+            )
+        ) from None
     except tomllib.TOMLDecodeError as error:
         found = re.search(r"line (\d+)", str(error))
         raise ScenarioError(
@@ -186,6 +222,9 @@ def schema_problems(data: dict, sink: Collector) -> None:
                 f"`{where}` is missing; it decides what is measured, so it has no default",
                 f"add {REQUIRED_FIXES.get(name, name)}",
             )
+        elif path and path[-1] in DURATION_KEYS:
+            message = duration_problem(error.instance) or f"{error.instance!r} is not a duration"
+            sink.add(key, f"`{key}`: {message}", DURATION_FIX)
         elif error.validator in ("allOf", "oneOf", "anyOf") and error.context:
             best = jsonschema.exceptions.best_match(error.context)
             sink.add(key, f"`{key}`: {best.message}", _type_fix(path))
@@ -197,7 +236,6 @@ def _type_fix(path: list) -> str:
     last = str(path[-1]) if path else ""
     hints = {
         "repetitions": "repetitions is an integer ≥ 1, e.g. repetitions = 10",
-        "timeout": 'a duration such as "90s", "15m", "1h", or an integer of seconds',
         "thinking": "one of off, minimal, low, medium, high, xhigh, max",
         "mode": 'mode is "script", "judge" or "form"',
         "name": "letters, digits, '.', '_' and '-' only (it names results/<name>/)",

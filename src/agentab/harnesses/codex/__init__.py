@@ -109,6 +109,11 @@ class CodexHarness(NpmHarness):
     name = "codex"
     package = "@openai/codex"
     bin_name = "codex"
+    # An agent definition that is not a .toml role file is refused at the run (brick_refusal).
+    refused_bricks = {
+        "extensions": "Codex CLI loads no extension by path (its plugins are installed and "
+        "discovered, and are switched off for isolation)"
+    }
 
     def __init__(self) -> None:
         self.clone: Path | None = None  # the last prepared run's cwd, made relative in transcripts

@@ -87,10 +87,17 @@ ABSENT = "absent-on-purpose"
 PROVIDERS = ("offline", "google", "gemini")
 
 
+SKILLS_REFUSED = (
+    "Gemini CLI finds skills only by discovery (the workspace's too); it takes none by path, "
+    "and switching discovery on would let the etalon's skills in"
+)
+
+
 class GeminiHarness(NpmHarness):
     name = "gemini"
     package = "@google/gemini-cli"
     bin_name = "gemini"
+    refused_bricks = {"skills": SKILLS_REFUSED}
 
     def version_env(self, installation) -> dict[str, str]:
         home = str(installation.root)
@@ -321,10 +328,7 @@ def place_brick(brick, number, gemini_dir, files, context_names, extension_names
     if brick.kind == "agents":
         files[gemini_dir / "agents" / source.name] = source.read_text()
         return f"copied to ~/.gemini/agents/{source.name}"
-    reason = {
-        "skills": "Gemini CLI finds skills only by discovery (the workspace's too); it takes "
-        "none by path, and switching discovery on would let the etalon's skills in"
-    }.get(brick.kind, "Gemini CLI has no such kind")
+    reason = {"skills": SKILLS_REFUSED}.get(brick.kind, "Gemini CLI has no such kind")
     raise AgentabError(
         problem(
             "scenario",
