@@ -86,8 +86,13 @@ def test_setup_runs_in_every_checkout_and_its_path_comes_first(tmp_path, pi_inst
         assert tool["metrics"] == {"tool_seen": True}, tool
         record = json.loads((run / "run.json").read_text())
         assert record["env"]["PATH"].startswith("/workspace/tools/bin:")
-    # one setup per checkout: each run's clone and each of its 4 script validators' checkouts
-    assert Counting.hits == 4 * (1 + 4)
+    # setup ran once; every other checkout (each run's clone and each of its 4 script
+    # validators') got a copy of what it made
+    assert Counting.hits == 1
+    logs = [run / "setup.log" for run in runs]
+    logs += [log for run in runs for log in (run / "validators").glob("*/setup.log")]
+    copied = [log for log in logs if log.read_text().startswith("copied in what this setup made")]
+    assert len(logs) == 4 * (1 + 4) and len(copied) == len(logs) - 1
     assert (project / ".agentab" / "cache" / "zq-marker").read_text() == "cached\n"
 
 
