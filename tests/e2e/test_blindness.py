@@ -70,7 +70,7 @@ run = ["validators/behaviour.py"]
 
 [validators.spy]
 mode = "script"
-run = ["validators/spy.py", FORBIDDEN]
+run = ["validators/spy.py"]
 """
 
 
@@ -80,8 +80,8 @@ def test_a_spy_validator_finds_nothing_that_names_its_cell(tmp_path, pi_installa
     rule = (demo / "bricks" / "run-tests.md").read_text()
     (demo / "bricks" / "zqbrick.md").write_text(f"{BRICK_MARK} {rule}")
     shutil.copy(SPY, demo / "validators" / "spy.py")
-    forbidden = ", ".join(json.dumps(word) for word in FORBIDDEN)
-    (demo / "scenario.toml").write_text(SCENARIO.replace("FORBIDDEN", forbidden))
+    (demo / "validators" / "forbidden.json").write_text(json.dumps(FORBIDDEN))
+    (demo / "scenario.toml").write_text(SCENARIO)
     result = snakemake(project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     outputs = sorted((project / "results" / "demo" / "runs").glob("*/r01/validators/spy.json"))
@@ -90,13 +90,14 @@ def test_a_spy_validator_finds_nothing_that_names_its_cell(tmp_path, pi_installa
         spy = json.loads(path.read_text())
         assert spy["ok"], spy
         assert spy["metrics"]["leaks"] == [], (path, spy["metrics"]["leaks"])
+        assert spy["metrics"]["counts"] == [], (path, spy["metrics"]["counts"])
     # The control: handed the run folder's own files, the same spy finds the cell at once.
     run = project / "results" / "demo" / "runs" / "zqrule-high" / "r01"
     context = {"workdir": str(run), "transcript": str(run / "stream.jsonl")}
     context["patch"] = str(run / "result.patch")
     (tmp_path / "context.json").write_text(json.dumps(context))
     done = subprocess.run(
-        [sys.executable, str(SPY), *FORBIDDEN, str(tmp_path / "context.json")],
+        [sys.executable, str(demo / "validators" / "spy.py"), str(tmp_path / "context.json")],
         capture_output=True,
         text=True,
         check=True,

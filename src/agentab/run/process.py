@@ -17,6 +17,7 @@ import select
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,13 +64,15 @@ def run_process(
         argv, env, cwd, pass_fds = sandbox.command(argv, env), {}, Path("/"), sandbox.pass_fds
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
         try:
+            # Pipes, not the files: a process's descriptors are readable links
+            # (/proc/self/fd/1), and the files' paths name the run's folder, hence its cell.
             process = subprocess.Popen(
                 argv,
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=stdout,
-                stderr=stderr,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 start_new_session=True,
                 pass_fds=pass_fds,
             )
@@ -77,6 +80,7 @@ def run_process(
             if sandbox is not None:
                 sandbox.close()
             raise CannotStart(f"cannot start {argv[0]}: {error}") from None
+        pumps = [pump(process.stdout, stdout), pump(process.stderr, stderr)]
         pgid = process.pid  # a new session: the leader's pid is the group id
         write_lock(lock_path, pgid, folders)
         try:
@@ -96,7 +100,26 @@ def run_process(
             release_lock(lock_path, pgid)
             if sandbox is not None:
                 sandbox.close()
+            for thread in pumps:
+                thread.join(VANISH_WAIT_S)
     return ProcessResult(exit_code, timed_out, time.monotonic() - started)
+
+
+def pump(source, sink) -> threading.Thread:
+    """Copy a pipe into a file as output arrives, until every writer has closed it."""
+
+    def copy() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            fd = source.fileno()
+            while chunk := os.read(fd, 65536):
+                sink.write(chunk)
+                sink.flush()
+        with contextlib.suppress(OSError):
+            source.close()
+
+    thread = threading.Thread(target=copy, daemon=True)
+    thread.start()
+    return thread
 
 
 def wait_exactly(process: subprocess.Popen, timeout_s: float) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agentab.scenario.durations import parse_duration
+from agentab.validators.context import blind_transcript
 
 # The SDK's own retries are switched off (we retry ourselves and keep every attempt for audit);
 # these bound ours. A config file may change them, a scenario never needs to.
@@ -172,7 +173,10 @@ def prepare_job(
     context = dict(context)
     for key, source in files.items():
         copy = inputs / Path(source).name
-        shutil.copyfile(source, copy)
+        if key == "transcript":
+            blind_transcript(Path(source), copy)
+        else:
+            shutil.copyfile(source, copy)
         context[key] = str(copy)
     # A judge reads the task, the diff and the final message (the context): it is given no
     # checkout, which would cost its job a copy of the etalon and a `git apply` for nothing.

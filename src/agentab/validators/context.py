@@ -7,6 +7,9 @@ results folder), so even a validator that logs it cannot tell which cell it scor
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from agentab.etalon import changed_files
 from agentab.layout import opaque_token
 
@@ -25,10 +28,22 @@ def build_context(record: dict, patch: bytes, task_prompt: str, secret: str) -> 
         "patch": None,
         "changed_files": changed_files(patch),
         "final_message": facts.get("final_message", ""),
-        "exit": {
-            "status": outcome.get("status"),
-            "reason": outcome.get("reason"),
-            "duration_s": record.get("duration_s"),
-        },
-        "usage": {"tokens": facts.get("tokens", {}), "cost_usd": facts.get("cost_usd")},
+        # No token counts, costs or duration: the size of a brick shows in the input tokens.
+        # Those are built-in metrics (synthesis/builtin.py), kept beside the validators' own.
+        "exit": {"status": outcome.get("status"), "reason": outcome.get("reason")},
     }
+
+
+def blind_transcript(source: Path, dest: Path) -> None:
+    """A validator's copy of `transcript.jsonl`: the conversation without the usage of each
+    message (token counts tell a brick's size); the run's own copy keeps it for people."""
+    with open(source, encoding="utf-8") as lines, open(dest, "w", encoding="utf-8") as out:
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                out.write(line)
+                continue
+            if isinstance(entry, dict):
+                entry.pop("usage", None)
+            out.write(json.dumps(entry, ensure_ascii=False) + "\n")
