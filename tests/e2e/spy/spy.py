@@ -34,8 +34,8 @@ for pid in [entry for entry in os.listdir("/proc") if entry.isdigit()]:
     proc = Path("/proc") / pid
     for name in ("cmdline", "environ"):
         with contextlib.suppress(OSError):
-            texts[f"/proc/{pid}/{name}"] = (proc / name).read_bytes().replace(b"\0", b" ").decode(
-                errors="replace"
+            texts[f"/proc/{pid}/{name}"] = (
+                (proc / name).read_bytes().replace(b"\0", b" ").decode(errors="replace")
             )
     links = [proc / "cwd", proc / "root", proc / "exe"]
     with contextlib.suppress(OSError):
