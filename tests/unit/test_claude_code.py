@@ -188,6 +188,7 @@ def test_prepare_constructs_the_environment_and_switches_discovery_off(tmp_path,
 def test_bricks_are_passed_by_explicit_path(tmp_path):
     bricks = [
         brick(tmp_path, "context_files", "bricks/rule.md", "RULE"),
+        brick(tmp_path, "context_files", "bricks/other.md", "OTHER\n"),
         brick(
             tmp_path,
             "agents",
@@ -204,7 +205,11 @@ def test_bricks_are_passed_by_explicit_path(tmp_path):
     ]
     invocation = claude.prepare(spec_of(tmp_path, bricks), installation(tmp_path))
     argv, scratch = invocation.argv, tmp_path / "scratch"
-    assert argv[argv.index("--append-system-prompt-file") + 1] == str(tmp_path / "bricks/rule.md")
+    # one file holds every context file: Claude Code keeps only the last such flag
+    assert argv.count("--append-system-prompt-file") == 1
+    joined = argv[argv.index("--append-system-prompt-file") + 1]
+    assert joined == str(scratch / "context-files.md")
+    assert invocation.files[scratch / "context-files.md"] == "RULE\n\nOTHER"
     agents = json.loads(invocation.files[scratch / "agents.json"])
     assert agents == {
         "reviewer": {"description": "Reviews.", "prompt": "You review.", "tools": ["Read", "Bash"]}

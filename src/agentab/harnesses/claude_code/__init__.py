@@ -19,7 +19,7 @@ are measured in docs/harnesses.md):
   `--strict-mcp-config` (the etalon's `.mcp.json` is never read).
 - Permissions: `--dangerously-skip-permissions`; as root Claude Code refuses it unless
   `IS_SANDBOX=1`.
-- Bricks by explicit path: context files `--append-system-prompt-file <path>` (appended to the
+- Bricks by explicit path: context files joined in one `--append-system-prompt-file` (appended to the
   system prompt), agent definitions `--agents <json file>` built from their Markdown, skills in a
   plugin folder of our own in the scratch dir passed as `--plugin-dir`, extensions as a plugin
   folder (`--plugin-dir`) or an MCP config (`--mcp-config`). Any other extension is refused.
@@ -241,11 +241,21 @@ def brick_arguments(bricks, scratch: Path, files: dict) -> tuple[list[str], dict
     passed_as: dict[str, str] = {}
     agents: dict[str, dict] = {}
     plugin = scratch / "plugin"
+    context = [brick for brick in bricks if brick.kind == "context_files"]
+    if context:
+        # Claude Code keeps only the last --append-system-prompt-file it is given (measured:
+        # of two, the first never reached the model), so every context file goes in one.
+        joined = scratch / "context-files.md"
+        files[joined] = "\n\n".join(
+            Path(brick.path).read_text(encoding="utf-8").strip() for brick in context
+        )
+        argv += ["--append-system-prompt-file", str(joined)]
+        for brick in context:
+            passed_as[brick.rel] = f"--append-system-prompt-file <scratch>/{joined.name} (joined)"
     for brick in bricks:
         path = Path(brick.path).absolute()
         if brick.kind == "context_files":
-            argv += ["--append-system-prompt-file", str(path)]
-            passed_as[brick.rel] = f"--append-system-prompt-file {path}"
+            continue
         elif brick.kind == "agents":
             name, definition = agent_definition(brick, path)
             agents[name] = definition
