@@ -124,7 +124,7 @@ metrics = ["tests_pass"]
 mode = "script"
 run = ["check.py"]
 """
-        write(root / "check.py", "print('{}')\n")
+        write(root / "check.py", "#!/usr/bin/env python3\nprint('{}')\n").chmod(0o755)
         return write(root / "scenario.toml", text)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from agentab.harnesses.base import StreamFacts
 from agentab.harnesses.pi import PiHarness
-from agentab.run.receipts import build_receipt
+from agentab.run.receipts import build_receipt, tools_entry
 from agentab.synthesis.measures import build_measures
 
 RULE = "Always run the test suite before you finish."
@@ -124,3 +124,19 @@ def test_the_fingerprint_ignores_the_clone_and_the_date(tmp_path):
         log(tmp_path, f"cwd /x/.agentab/work/fedcba9876543210fedc/calc {RULE}", None), None,
     )  # fmt: skip
     assert one["fingerprint"] == two["fingerprint"] != three["fingerprint"]
+
+
+def test_each_extension_is_proven_by_the_tools_it_declares(tmp_path):
+    def extension(name: str, body: str) -> SimpleNamespace:
+        path = tmp_path / f"{name}.ts"
+        path.write_text(body)
+        return SimpleNamespace(kind="extensions", rel=f"bricks/{name}.ts", path=path)
+
+    probe = extension("probe", 'pi.registerTool(defineTool({\n  name: "brick_probe",\n}));')
+    guard = extension("guard", 'pi.registerTool({ name: "guard_tool", label: "x" });')
+    hooks = extension("hooks", 'pi.on("tool_call", () => { const name = "not_a_tool"; });')
+    offered = {"brick_probe"}  # the guard extension was dropped
+    assert tools_entry(probe, offered, 1)["delivered"] is True
+    dropped = tools_entry(guard, offered, 1)
+    assert dropped["delivered"] is False and "guard_tool" in dropped["evidence"]
+    assert tools_entry(hooks, offered, 1)["delivered"] is None

@@ -124,14 +124,61 @@ def thinking_entry(
 
 
 def skill_identity(folder: Path) -> tuple[str, str]:
-    """A skill's name and description, from its SKILL.md front matter."""
-    text = (folder / "SKILL.md").read_text(encoding="utf-8")
-    found = re.match(r"---\n(.*?)\n---", text, re.S)
-    fields = {}
+    """A skill's name and description, from its SKILL.md front matter (the load refuses a
+    skill without them). A description folded over several lines is one line here."""
+    text = (folder / "SKILL.md").read_text(encoding="utf-8-sig")
+    found = re.match(r"---\r?\n(.*?)\r?\n---", text, re.S)
+    fields: dict[str, str] = {}
+    key = None
     for line in (found.group(1) if found else "").splitlines():
+        if key and line[:1] in (" ", "\t"):  # a continuation of the value above
+            fields[key] += " " + line.strip()
+            continue
         key, _, value = line.partition(":")
-        fields[key.strip()] = value.strip().strip("\"'")
-    return fields.get("name", folder.name), fields.get("description", "")
+        key = key.strip()
+        fields[key] = value.strip()
+    unquoted = {k: squeeze(v.strip("\"'>|")) for k, v in fields.items()}
+    return unquoted.get("name", ""), unquoted.get("description", "")
+
+
+def skill_announced(name: str, description: str, request: Request) -> bool:
+    """The request shows the skill as the harness lists skills to a model: its description,
+    exactly, with its name as a whole word just before it (pi: `<name>…</name><description>`;
+    Claude Code: `plugin:name): description`; Codex: `- name: description`). A name or a
+    description found alone, or a name inside a longer word, is not the skill."""
+    if not name or not description:
+        return False
+    named = re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])")
+    for text in request_strings(request):
+        text = squeeze(text)
+        for found in re.finditer(re.escape(description), text):
+            if named.search(text, max(0, found.start() - NAME_WINDOW), found.start()):
+                return True
+    return False
+
+
+NAME_WINDOW = 200  # characters before a description where its name must be
+
+
+def request_strings(request: Request) -> list[str]:
+    """Every string in a request's body: the system prompt, each message, each tool's text."""
+    found: list[str] = []
+
+    def walk(value) -> None:
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    try:
+        walk(json.loads(request.text))
+    except ValueError:
+        found.append(request.text)
+    return found
 
 
 def brick_entry(brick, harness, first: Request | None, turns: list[Request]) -> dict:
@@ -158,27 +205,63 @@ def brick_entry(brick, harness, first: Request | None, turns: list[Request]) -> 
         }
     if brick.kind == "skills":
         name, description = skill_identity(Path(brick.path))
-        found = name in first.text and squeeze(description) in squeeze(first.text)
-        where = f"request {first.seq}"
+        found = skill_announced(name, description, first)
         evidence = (
-            f"its name and description are in {where}"
+            f"request {first.seq} lists it: its name {name!r} with its description, as in its "
+            "SKILL.md"
             if found
-            else f"its name or description is missing from {where}"
+            else f"request {first.seq} does not list {name!r} with its description as in its "
+            "SKILL.md"
         )
         return entry | {"delivered": found, "evidence": evidence}
     builtin = getattr(harness, "builtin_tools", None)
     if builtin is not None:
-        extra = sorted(set(first.tools) - set(builtin))
-        if extra:
-            return entry | {
-                "delivered": True,
-                "evidence": f"request {first.seq} offers tools beyond the harness's own: {', '.join(extra)}",
-            }
-        return entry | {
-            "delivered": None,
-            "evidence": "no tool beyond the harness's own is offered: a brick that adds none cannot be proven",
-        }
+        return entry | tools_entry(brick, set(first.tools) - set(builtin), first.seq)
     return entry | {"delivered": None, "evidence": f"{harness.name} keeps no record of loading it"}
+
+
+# A tool an extension declares: `registerTool({ name: "brick_probe", … })`, or the same with
+# the object wrapped in a helper (`registerTool(defineTool({ name: … }))`), as pi's API has it.
+DECLARED_TOOL = re.compile(
+    r"""registerTool\s*\(\s*(?:[\w.]+\s*\(\s*)?\{[^{}]*?\bname\s*:\s*["']([\w.-]+)["']"""
+)
+
+
+def tools_entry(brick, extra: set[str], seq: int) -> dict:
+    """An extension is proven by the tools it declares: offered, it was loaded; declared and not
+    offered, it was dropped (whatever another brick of the cell added). One that declares no
+    tool the request offers cannot be proven either way."""
+    declared = set(DECLARED_TOOL.findall(brick_source(Path(brick.path))))
+    mine = sorted(declared & extra)
+    if mine:
+        return {
+            "delivered": True,
+            "evidence": f"request {seq} offers the tools it declares: {', '.join(mine)}",
+        }
+    if declared and not extra & declared:
+        named = ", ".join(sorted(declared)[:5])
+        return {
+            "delivered": False,
+            "evidence": f"request {seq} offers none of the names it declares ({named})",
+        }
+    return {
+        "delivered": None,
+        "evidence": "it declares no tool the request offers: a brick that adds none cannot be proven",
+    }
+
+
+def brick_source(path: Path, limit: int = 1_000_000) -> str:
+    """The text of a brick file, or of the files of a brick folder, up to `limit` characters."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    text = ""
+    for file in files:
+        try:
+            text += file.read_text(encoding="utf-8", errors="replace")[: limit - len(text)]
+        except OSError:
+            continue
+        if len(text) >= limit:
+            break
+    return text
 
 
 def fingerprint(turns: list[Request], clone: Path | None) -> str | None:
