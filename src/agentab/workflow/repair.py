@@ -8,10 +8,11 @@ depends on it (run.json → the validators' outputs → measures.json), and when
 measures, the synthesis outputs are removed so that the synthesis is due again: Snakemake
 then rebuilds exactly the missing chain, and nothing else.
 
-A file found well-formed is remembered by its size and modification time (in the state
-folder): at the next start it is only looked at (one `stat`), and read again only if it
-changed. At 10 000 runs that is the difference between reading 60 000 files at every start and
-reading the few written since.
+A file found well-formed is remembered by a digest of its content (in the state folder): at
+the next start it is read and hashed, and parsed and checked again only if its content changed.
+Size and modification time would be cheaper and wrong: a file edited in place to the same size,
+its time set back (`touch -r`, a restore from a backup), would stay trusted. Hashing a file costs
+a fraction of parsing and checking it (benchmarks/bench_scale.py).
 """
 
 from __future__ import annotations
@@ -27,34 +28,31 @@ from agentab.layout import ResultsFolder, RunFolder
 from agentab.synthesis.results import structure_problem
 
 
-def _read(path: Path) -> tuple[bool, object]:
-    """(exists, parsed JSON or None when unreadable)."""
+def _parse(text: bytes) -> object:
     try:
-        text = path.read_bytes()
-    except FileNotFoundError:
-        return False, None
-    except OSError:
-        return True, None
-    try:
-        return True, json.loads(text)
+        return json.loads(text)
     except ValueError:
-        return True, None
+        return None
+
+
+def content_digest(text: bytes) -> str:
+    return hashlib.blake2b(text, digest_size=16).hexdigest()
 
 
 UNCHANGED = object()  # what `VerifiedFiles.read` gives for a file found well-formed before
 
 
 class VerifiedFiles:
-    """Per-run files found well-formed at an earlier start, by size and modification time.
+    """Per-run files found well-formed at an earlier start, by a digest of their content.
 
     Valid for one shape of a scenario (its cells and validators: `shape`); another shape
     forgets them all, since a file's check depends on it."""
 
     def __init__(self, store: Path | None, shape: str):
         self.store, self.shape = store, shape
-        self.known: dict[str, list[int]] = {}
-        self.trusted: dict[str, list[int]] = {}
-        self._stamps: dict[str, list[int]] = {}
+        self.known: dict[str, str] = {}
+        self.trusted: dict[str, str] = {}
+        self._digests: dict[str, str] = {}
         try:
             saved = json.loads(store.read_text(encoding="utf-8")) if store else {}
             if saved.get("shape") == shape and isinstance(saved.get("files"), dict):
@@ -65,20 +63,20 @@ class VerifiedFiles:
     def read(self, path: Path) -> tuple[bool, object]:
         """(exists, parsed JSON, None when unreadable, or UNCHANGED)."""
         try:
-            stat = path.stat()
+            text = path.read_bytes()
         except FileNotFoundError:
             return False, None
         except OSError:
             return True, None
-        key, stamp = str(path), [stat.st_size, stat.st_mtime_ns]
-        self._stamps[key] = stamp
-        if self.known.get(key) == stamp:
+        key, digest = str(path), content_digest(text)
+        self._digests[key] = digest
+        if self.known.get(key) == digest:
             return True, UNCHANGED
-        return _read(path)
+        return True, _parse(text)
 
     def trust(self, path: Path) -> None:
-        if (stamp := self._stamps.get(str(path))) is not None:
-            self.trusted[str(path)] = stamp
+        if (digest := self._digests.get(str(path))) is not None:
+            self.trusted[str(path)] = digest
 
     def save(self) -> None:
         if self.store is None:
