@@ -7,15 +7,19 @@ the interruption left and what the next invocation does with it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
+import threading
 from pathlib import Path
 
 import pytest
 
 from agentab.run.process import group_alive
 from agentab.workflow.step_client import parent_of
+from tests.e2e.test_recording_proxy import project_on_provider
 from tests.e2e.workflow import (
     command_line,
     ending_what_is_left,
@@ -231,3 +235,54 @@ def agent_locks(project: Path) -> list[Path]:
 def run_of(run_file: Path) -> str:
     """`rule-off/r01` for a file of that run's folder."""
     return f"{run_file.parent.parent.name}/{run_file.parent.name}"
+
+
+class Silent:
+    """An endpoint on 127.0.0.1 that accepts every connection, reads what comes, and never
+    answers: a provider that hangs."""
+
+    def __init__(self):
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.connections: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                self.connections.append(self.listener.accept()[0])
+
+    def close(self) -> None:
+        self.listener.close()
+        for connection in self.connections:
+            connection.close()
+
+
+def test_an_endpoint_that_never_answers_is_a_fault_redone_not_the_agents_timeout(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = project_on_provider(
+        tmp_path, pi_installation.root.parents[1], "anthropic", "claude-sonnet-4-5"
+    )
+    scenario = project / "demo" / "scenario.toml"
+    scenario.write_text(scenario.read_text().replace('timeout = "2m"', 'timeout = "8s"'))
+    run = project / RUNS / "nothing-off" / "r01"
+    silent = Silent()
+    try:
+        config = project / "config" / "config.yaml"
+        config.write_text(
+            config.read_text()
+            + f"credentials: credentials.toml\nprovider_endpoints:\n  anthropic: {silent.url}\n"
+        )
+        result = snakemake(project, str(RUNS / "nothing-off" / "r01" / "run.json"))
+    finally:
+        silent.close()
+    text = result.stdout + result.stderr
+    assert result.returncode != 0, text[-3000:]
+    assert f"fault (the job will be redone): no reply from {silent.url}" in text, text[-3000:]
+    assert "agentab: 1 job faulted or were stopped: run the same command again" in text
+    assert "Traceback" not in text
+    assert not (run / "run.json").exists() and not (run / "measures.json").exists()
+    [fault] = [json.loads(line) for line in (run / "faults.jsonl").read_text().splitlines()]
+    assert "no reply from" in json.dumps(fault)
+    assert job_counts(snakemake(project, "-n").stdout).get("run_agent") == 4  # redone

@@ -38,7 +38,12 @@ from agentab.run.confinement import BWRAP, NONE, View, confinement_record
 from agentab.run.credentials import read_api_key
 from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_process
 from agentab.run.receipts import build_receipt, receipt_summary, stated_usage
-from agentab.run.recording_proxy import PLACEHOLDER_KEY, endpoint_for, recording
+from agentab.run.recording_proxy import (
+    PLACEHOLDER_KEY,
+    endpoint_for,
+    recording,
+    refuse_a_run_never_answered,
+)
 from agentab.run.sandbox import ENDPOINT_URL, Sandbox
 from agentab.run.setup import path_entries, run_setup
 from agentab.run.views import agent_view
@@ -412,6 +417,8 @@ def perform_run(
             confinement,
             etalon.path,
         )
+        if not offline:
+            refuse_a_run_never_answered(attempt_log, endpoint)
         # Against the SHA recorded at clone time: the agent may move or delete the tag.
         files.patch.write_bytes(etalon_module.result_patch(clone, sha))
         # While the run's copies of its bricks are there: what reached the model is their text.
