@@ -35,7 +35,7 @@ onerror:
     stop_step_server()
     stop_run_progress()
     print(measured_summary(WORKFLOW))
-    print(failure_advice(log))
+    print(failure_advice(log, WORKFLOW))
 
 
 rule all:

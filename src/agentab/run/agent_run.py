@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentab import etalon as etalon_module
-from agentab.errors import AgentabError, problem
+from agentab.errors import AgentabError, low_on_space, problem
 from agentab.files import write_json, write_jsonl
 from agentab.harnesses import get_harness
 from agentab.harnesses.base import (
@@ -427,7 +427,8 @@ def perform_run(
             cell, spec.model, harness, run.facts, attempt_log, clone, spec.bricks
         )
     except HarnessFault as fault:
-        record_fault(files.faults, fault)
+        if not low_on_space(files.folder):  # a full disk is no fault of the harness's
+            record_fault(files.faults, fault)
         raise
     finally:
         shutil.rmtree(spec.scratch, ignore_errors=True)

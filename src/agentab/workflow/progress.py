@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from agentab.workflow.storage import storage_problem
+
 OFFLINE_PROVIDER = "offline"
 MEASURES_FILE = "measures.json"
 FAULTS_FILE = "faults.jsonl"
@@ -244,9 +246,13 @@ def failed_exit_statuses(logs: Iterable[Path | str]) -> list[int]:
     return statuses
 
 
-def failure_advice(logs: Iterable[Path | str]) -> str:
+def failure_advice(logs: Iterable[Path | str], written: Iterable[Path] = ()) -> str:
     """What to do after a failed invocation. A rerun redoes a fault or a stopped job; it cannot
-    help a job that stopped on an error a person must fix (exit 2), so that gets no such advice."""
+    help a job that stopped on an error a person must fix (exit 2), so that gets no such advice.
+    A full disk or a read-only folder among those the workflow writes (`written`) is said first:
+    a job's own message may have had nowhere to go, its log being on that disk."""
+    if found := storage_problem(list(written)):
+        return "agentab: " + found.render()
     statuses = failed_exit_statuses(logs if not isinstance(logs, str | Path) else [logs])
     user_errors = statuses.count(USER_ERROR_EXIT)
     redone = sum(status == FAULT_EXIT or status in STOPPED_EXITS for status in statuses)

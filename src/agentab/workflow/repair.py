@@ -26,6 +26,7 @@ from pathlib import Path
 
 from agentab.layout import ResultsFolder, RunFolder
 from agentab.synthesis.results import structure_problem
+from agentab.workflow.storage import refuse_unwritable_folders, stop_on_storage_error
 
 
 def _parse(text: bytes) -> object:
@@ -251,6 +252,14 @@ def dry_run_asked(argv: list[str]) -> bool:
 
 def repair_on_start(snakemake_workflow, workflow, argv: list[str]) -> None:
     """What the workflow does as it reads its rules, in the main Snakemake process only."""
-    if snakemake_workflow.is_main_process:
-        for line in repair_workflow(workflow, dry=dry_run_asked(argv)):
-            print(line, file=sys.stderr)
+    if not snakemake_workflow.is_main_process:
+        return
+    dry = dry_run_asked(argv)
+    if not dry:
+        refuse_unwritable_folders(workflow)
+    try:
+        lines = repair_workflow(workflow, dry=dry)
+    except OSError as error:
+        stop_on_storage_error(error)
+    for line in lines:
+        print(line, file=sys.stderr)
