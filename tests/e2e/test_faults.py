@@ -286,3 +286,38 @@ def test_an_endpoint_that_never_answers_is_a_fault_redone_not_the_agents_timeout
     [fault] = [json.loads(line) for line in (run / "faults.jsonl").read_text().splitlines()]
     assert "no reply from" in json.dumps(fault)
     assert job_counts(snakemake(project, "-n").stdout).get("run_agent") == 4  # redone
+
+
+def test_a_rerun_after_a_validator_edit_stopped_midway_is_redone_by_the_next_invocation(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "edited", pi_installation.root.parents[1], repetitions=1)
+    wake = add_sleeping_validator(project)
+    wake.touch()
+    first = snakemake(project)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    wake.unlink()
+    script = wake.with_name("slow.py")
+    script.write_text(script.read_text() + "# edited: every run's slow validator is due\n")
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, output=output)
+        assert wait_until(lambda: sleeping_validator(project), 120), output.read_text()
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=PROMPT_STOP_S)
+    assert process.returncode != 0
+    stopped = [
+        m for m in (project / RUNS).glob("*/r01") if not (m / "validators/slow.json").exists()
+    ]
+    assert stopped, "the stop left every slow validator's output in place"
+    wake.touch()
+    again = snakemake(project)
+    text = again.stdout + again.stderr
+    assert again.returncode == 0, text[-3000:]
+    assert "Nothing to be done" not in text and "Traceback" not in text
+    counts = job_counts(text)
+    assert "run_agent" not in counts, counts  # the edit touched no agent run
+    assert counts["validate_run"] == 4 and counts["measure_run"] == 4, counts
+    for run in (project / RUNS).glob("*/r01"):
+        assert json.loads((run / "validators" / "slow.json").read_text())["ok"]
+        assert (run / "measures.json").stat().st_mtime > script.stat().st_mtime

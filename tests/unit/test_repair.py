@@ -93,3 +93,16 @@ def test_a_file_edited_in_place_with_its_size_and_time_kept_is_checked_again(tmp
     repair = repair_scenario(results, RUNS, ["v"], dry=False, verified_store=store)
     assert [entry.split(":")[0] for entry in repair.removed] == [str(measures)]
     assert not measures.exists()
+
+
+def test_files_built_from_a_file_that_is_gone_are_removed_so_the_chain_is_redone(tmp_path):
+    # A rerun after an edit, stopped: Snakemake deleted the outputs of the jobs it had started.
+    results = folder(tmp_path)
+    results.run("a", 1).validator_output("v").unlink()
+    results.run("b", 1).record.unlink()
+    repair = repair_scenario(results, RUNS, ["v"], dry=False)
+    assert not results.run("a", 1).measures.exists()
+    assert not results.run("b", 1).measures.exists()
+    assert not results.run("b", 1).validator_output("v").exists()
+    assert repair.unmeasured == 2 and repair.synthesis_due
+    assert any("was built from run.json, which is gone" in line for line in repair.lines())

@@ -141,6 +141,19 @@ class Repair:
         return lines
 
 
+# A job that Snakemake started deletes its outputs first; stopped there (a rerun after an
+# edit, interrupted), it leaves the files built from them in place and newer than anything, and
+# Snakemake would never rebuild the missing middle of the chain.
+REDONE = "its job was stopped or its file removed; redone with what depends on it"
+
+
+def built_without(source: Path, dependents: list[Path]) -> list[Path]:
+    """The dependents that exist although the file they were built from does not."""
+    if source.exists():
+        return []
+    return [path for path in dependents if path.exists()]
+
+
 def check_run(
     run: RunFolder,
     cell: str,
@@ -170,14 +183,19 @@ def check_run(
                 path.unlink(missing_ok=True)
 
     downstream = [run.measures]
+    outputs = [run.validator_output(v) for v in validators]
     if why := problem_of(run.record, record_problem):
-        outputs = [run.validator_output(v) for v in validators]
         remove([*run.agent_outputs(), *outputs, *downstream], why, run.record)
         return removed
-    for validator in validators:
-        output = run.validator_output(validator)
+    if orphans := built_without(run.record, [*outputs, *downstream]):
+        remove(orphans, f"was built from {run.record.name}, which is gone: {REDONE}", orphans[0])
+        return removed
+    for output in outputs:
         if why := problem_of(output, validator_output_problem):
             remove([output, *downstream], why, output)
+        elif orphans := built_without(output, downstream):
+            why = f"was built from validators/{output.name}, which is gone: {REDONE}"
+            remove(orphans, why, orphans[0])
     if why := problem_of(
         run.measures, lambda data: measures_problem(data, cell, rep, cells_by_name)
     ):
