@@ -12,6 +12,8 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -321,3 +323,28 @@ def test_a_rerun_after_a_validator_edit_stopped_midway_is_redone_by_the_next_inv
     for run in (project / RUNS).glob("*/r01"):
         assert json.loads((run / "validators" / "slow.json").read_text())["ok"]
         assert (run / "measures.json").stat().st_mtime > script.stat().st_mtime
+
+
+def test_redo_refuses_while_the_workflow_runs_and_deletes_nothing(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "busy", pi_installation.root.parents[1], repetitions=1)
+    set_agent(project, model="hang", timeout=AGENT_TIMEOUT)
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, output=output)
+        assert wait_until(lambda: len(agent_locks(project)) == 2, 120), output.read_text()
+        in_flight = run_of(agent_locks(project)[0])
+        redo = subprocess.run(
+            [str(Path(sys.executable).parent / "agentab"), "redo", "results/demo", in_flight],
+            cwd=project, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert agent_locks(project), "redo removed a run in flight"
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=PROMPT_STOP_S)
+    assert redo.returncode == 2, redo.stdout + redo.stderr
+    assert (
+        f"results/demo: a workflow is running on this folder (snakemake, pid {process.pid})"
+        in redo.stderr
+    )
+    assert "Traceback" not in redo.stderr
