@@ -22,7 +22,7 @@ onstart:
     hold_results_folders(WORKFLOW)
     pass_stop_signals_to_steps()
     start_step_server(workflow, WORKFLOW)
-    start_run_progress(WORKFLOW)
+    start_run_progress(WORKFLOW, workflow)
 
 
 onsuccess:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -308,6 +309,8 @@ def test_a_rerun_after_a_validator_edit_stopped_midway_is_redone_by_the_next_inv
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=PROMPT_STOP_S)
     assert process.returncode != 0
+    # The measures of before the edit are made again: the rerun starts from none.
+    assert "agentab: 0/4 runs" in output.read_text(), output.read_text()[-3000:]
     stopped = [
         m for m in (project / RUNS).glob("*/r01") if not (m / "validators/slow.json").exists()
     ]
@@ -317,6 +320,9 @@ def test_a_rerun_after_a_validator_edit_stopped_midway_is_redone_by_the_next_inv
     text = again.stdout + again.stderr
     assert again.returncode == 0, text[-3000:]
     assert "Nothing to be done" not in text and "Traceback" not in text
+    progress = [line for line in text.splitlines() if re.match(r"agentab: \d+/4 runs", line)]
+    assert progress[0].startswith("agentab: 0/4 runs"), progress
+    assert progress[-1].startswith("agentab: 4/4 runs"), progress
     counts = job_counts(text)
     assert "run_agent" not in counts, counts  # the edit touched no agent run
     assert counts["validate_run"] == 4 and counts["measure_run"] == 4, counts
