@@ -19,9 +19,10 @@ include: "rules/report.smk"
 
 
 onstart:
+    hold_results_folders(WORKFLOW)
     pass_stop_signals_to_steps()
     start_step_server(workflow, WORKFLOW)
-    start_run_progress(WORKFLOW)
+    start_run_progress(WORKFLOW, workflow)
 
 
 onsuccess:
@@ -34,7 +35,7 @@ onerror:
     stop_step_server()
     stop_run_progress()
     print(measured_summary(WORKFLOW))
-    print(failure_advice(log))
+    print(failure_advice(log, WORKFLOW))
 
 
 rule all:

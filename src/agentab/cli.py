@@ -11,7 +11,7 @@ import importlib
 import importlib.util
 import sys
 
-from agentab.errors import AgentabError
+from agentab.errors import AgentabError, storage_error
 
 COMMANDS = ("check", "synthesize", "plan", "form", "report", "runs", "redo", "sandbox")
 
@@ -46,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as error:
+        # A full disk or a read-only folder: a person must act, and is told where and how.
+        found = storage_error(error) or AgentabError(f"{error.filename or ''}: {error.strerror}")
+        print(found.render(), file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -192,6 +192,11 @@ class ResultsFolder:
         return self.path / "report"
 
     @property
+    def workflow_lock(self) -> Path:
+        """Held (flock) by the Snakemake that writes in this folder, for as long as it runs."""
+        return self.path / ".workflow.lock"
+
+    @property
     def secret(self) -> Path:
         """A random secret of this results folder: opaque run ids are digests keyed on it."""
         return self.path / ".secret"
@@ -225,7 +230,7 @@ class Layout:
         return self.harnesses / harness / version / "installed.json"
 
     def verified_files(self, scenario: str) -> Path:
-        """The per-run files the repair at start found well-formed, by size and time."""
+        """The per-run files the repair at start found well-formed, by content hash."""
         return self.state / "verified" / f"{scenario}.json"
 
     @property

@@ -7,15 +7,22 @@ the interruption left and what the next invocation does with it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import signal
+import socket
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from agentab.run.process import group_alive
 from agentab.workflow.step_client import parent_of
+from tests.e2e.test_recording_proxy import project_on_provider
 from tests.e2e.workflow import (
     command_line,
     ending_what_is_left,
@@ -231,3 +238,119 @@ def agent_locks(project: Path) -> list[Path]:
 def run_of(run_file: Path) -> str:
     """`rule-off/r01` for a file of that run's folder."""
     return f"{run_file.parent.parent.name}/{run_file.parent.name}"
+
+
+class Silent:
+    """An endpoint on 127.0.0.1 that accepts every connection, reads what comes, and never
+    answers: a provider that hangs."""
+
+    def __init__(self):
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.connections: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                self.connections.append(self.listener.accept()[0])
+
+    def close(self) -> None:
+        self.listener.close()
+        for connection in self.connections:
+            connection.close()
+
+
+def test_an_endpoint_that_never_answers_is_a_fault_redone_not_the_agents_timeout(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = project_on_provider(
+        tmp_path, pi_installation.root.parents[1], "anthropic", "claude-sonnet-4-5"
+    )
+    scenario = project / "demo" / "scenario.toml"
+    scenario.write_text(scenario.read_text().replace('timeout = "2m"', 'timeout = "8s"'))
+    run = project / RUNS / "nothing-off" / "r01"
+    silent = Silent()
+    try:
+        config = project / "config" / "config.yaml"
+        config.write_text(
+            config.read_text()
+            + f"credentials: credentials.toml\nprovider_endpoints:\n  anthropic: {silent.url}\n"
+        )
+        result = snakemake(project, str(RUNS / "nothing-off" / "r01" / "run.json"))
+    finally:
+        silent.close()
+    text = result.stdout + result.stderr
+    assert result.returncode != 0, text[-3000:]
+    assert f"fault (the job will be redone): no reply from {silent.url}" in text, text[-3000:]
+    assert "agentab: 1 job faulted or were stopped: run the same command again" in text
+    assert "Traceback" not in text
+    assert not (run / "run.json").exists() and not (run / "measures.json").exists()
+    [fault] = [json.loads(line) for line in (run / "faults.jsonl").read_text().splitlines()]
+    assert "no reply from" in json.dumps(fault)
+    assert job_counts(snakemake(project, "-n").stdout).get("run_agent") == 4  # redone
+
+
+def test_a_rerun_after_a_validator_edit_stopped_midway_is_redone_by_the_next_invocation(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "edited", pi_installation.root.parents[1], repetitions=1)
+    wake = add_sleeping_validator(project)
+    wake.touch()
+    first = snakemake(project)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    wake.unlink()
+    script = wake.with_name("slow.py")
+    script.write_text(script.read_text() + "# edited: every run's slow validator is due\n")
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, output=output)
+        assert wait_until(lambda: sleeping_validator(project), 120), output.read_text()
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=PROMPT_STOP_S)
+    assert process.returncode != 0
+    # The measures of before the edit are made again: the rerun starts from none.
+    assert "agentab: 0/4 runs" in output.read_text(), output.read_text()[-3000:]
+    stopped = [
+        m for m in (project / RUNS).glob("*/r01") if not (m / "validators/slow.json").exists()
+    ]
+    assert stopped, "the stop left every slow validator's output in place"
+    wake.touch()
+    again = snakemake(project)
+    text = again.stdout + again.stderr
+    assert again.returncode == 0, text[-3000:]
+    assert "Nothing to be done" not in text and "Traceback" not in text
+    progress = [line for line in text.splitlines() if re.match(r"agentab: \d+/4 runs", line)]
+    assert progress[0].startswith("agentab: 0/4 runs"), progress
+    assert progress[-1].startswith("agentab: 4/4 runs"), progress
+    counts = job_counts(text)
+    assert "run_agent" not in counts, counts  # the edit touched no agent run
+    assert counts["validate_run"] == 4 and counts["measure_run"] == 4, counts
+    for run in (project / RUNS).glob("*/r01"):
+        assert json.loads((run / "validators" / "slow.json").read_text())["ok"]
+        assert (run / "measures.json").stat().st_mtime > script.stat().st_mtime
+
+
+def test_redo_refuses_while_the_workflow_runs_and_deletes_nothing(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "busy", pi_installation.root.parents[1], repetitions=1)
+    set_agent(project, model="hang", timeout=AGENT_TIMEOUT)
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, output=output)
+        assert wait_until(lambda: len(agent_locks(project)) == 2, 120), output.read_text()
+        in_flight = run_of(agent_locks(project)[0])
+        redo = subprocess.run(
+            [str(Path(sys.executable).parent / "agentab"), "redo", "results/demo", in_flight],
+            cwd=project, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert agent_locks(project), "redo removed a run in flight"
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=PROMPT_STOP_S)
+    assert redo.returncode == 2, redo.stdout + redo.stderr
+    assert (
+        f"results/demo: a workflow is running on this folder (snakemake, pid {process.pid})"
+        in redo.stderr
+    )
+    assert "Traceback" not in redo.stderr

@@ -56,6 +56,13 @@ def test_transcript_names_tool_kinds_and_the_test_command():
     assert all("system" not in json.dumps(line) for line in lines)
 
 
+def test_the_transcript_opens_with_the_task_and_says_no_wrong_output_count():
+    lines = claude_transcript(FIXTURES / "demo-rule-high.jsonl", task="Fix mean().")
+    assert lines[0]["role"] == "user" and lines[0]["text"] == "Fix mean()."
+    # The stream gives each message's usage at its first token: its input, never its output.
+    assert lines[1]["usage"] == {"input": 11878}
+
+
 def test_several_result_lines_the_last_decides_and_tokens_add_up():
     path = FIXTURES / "background-agents.jsonl"
     results = [json.loads(x) for x in path.read_text().splitlines() if '"type":"result"' in x]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
+import os
+import shutil
 import time
 from pathlib import Path
 
+from agentab import errors
 from agentab.workflow.progress import (
     Progress,
     RunCounter,
@@ -149,3 +153,35 @@ def test_faults_and_stops_are_redone_by_running_the_same_command(tmp_path: Path)
         "what is missing."
     )
     assert "same command" not in failure_advice(snakemake_log(tmp_path, 1))
+
+
+def test_a_full_disk_is_said_first_whatever_the_jobs_logs_hold(tmp_path: Path, monkeypatch) -> None:
+    results = tmp_path / "results" / "demo"
+    results.mkdir(parents=True)
+    monkeypatch.setattr(
+        errors.shutil, "disk_usage", lambda folder: shutil._ntuple_diskusage(4, 4, 0)
+    )
+    advice = failure_advice(snakemake_log(tmp_path, 1), [results])
+    assert advice.startswith(f"agentab: {results}: no space left on its disk (a person must act")
+    assert "fix: free space on that disk" in advice
+
+
+def test_an_oserror_of_a_full_disk_or_a_read_only_folder_becomes_a_sentence() -> None:
+    full = errors.storage_error(OSError(errno.ENOSPC, "No space left", "results/x.json"))
+    assert "results/x.json: no space left on its disk" in full.render()
+    read_only = errors.storage_error(OSError(errno.EROFS, "Read-only", "results/x.json"))
+    assert "its folder results cannot be written: read-only" in read_only.render()
+    assert errors.storage_error(OSError(errno.EIO, "I/O error", "x")) is None
+
+
+def test_on_a_rerun_the_measures_to_be_made_again_count_once_made(tmp_path: Path) -> None:
+    folders = [tmp_path / f"r{n:02d}" for n in range(1, 4)]
+    for folder in folders:
+        write_measures(folder)
+        os.utime(folder / "measures.json", (1_000_000, 1_000_000))  # made before the edit
+    out = io.StringIO()
+    redone = [folders[0] / "measures.json", folders[1] / "measures.json"]
+    progress = Progress(folders, out=out, clock=iter([0.0, 10.0, 20.0]).__next__, redone=redone)
+    assert progress.tick().startswith("agentab: 1/3 runs")  # r03 is not redone
+    write_measures(folders[0])  # made again, now
+    assert progress.tick().startswith("agentab: 2/3 runs · 0 faults · 20s · ~20s left")

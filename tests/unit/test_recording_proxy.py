@@ -16,11 +16,16 @@ import anthropic
 import pytest
 
 from agentab.errors import AgentabError
-from agentab.harnesses.base import StreamFacts
+from agentab.harnesses.base import HarnessFault, StreamFacts
 from agentab.offline_model import serve
 from agentab.run.agent_run import fill_unreported_usage
 from agentab.run.receipts import stated_usage
-from agentab.run.recording_proxy import endpoint_for, loggable_path, recording
+from agentab.run.recording_proxy import (
+    endpoint_for,
+    loggable_path,
+    recording,
+    refuse_a_run_never_answered,
+)
 
 KEY = "sk-ant-test-0123456789abcdefghij"
 
@@ -158,6 +163,16 @@ def test_a_request_unanswered_when_the_run_ends_is_kept_with_no_reply(tmp_path):
             time.sleep(0.05)
     [line] = log_lines(log)
     assert line["api"] == "openai-chat" and line["reply"] is None
+    with pytest.raises(HarnessFault, match="no reply from http://x: 1 request sent, none"):
+        refuse_a_run_never_answered(log, "http://x")
+
+
+def test_a_run_with_one_reply_or_no_request_is_not_a_provider_fault(tmp_path):
+    log = tmp_path / "model-requests.jsonl"
+    log.write_text('{"seq": 1, "reply": {"status": 200}}\n{"seq": 2, "reply": null}\n')
+    refuse_a_run_never_answered(log, "http://x")  # the provider answered once: an outcome
+    log.write_text("")
+    refuse_a_run_never_answered(log, "http://x")  # no request: the harness's own affair
 
 
 def test_the_anthropic_sdk_works_through_the_proxy_streaming_and_not(tmp_path):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,6 +97,40 @@ def test_an_unknown_run_or_status_is_a_clear_error(results: Path, capsys) -> Non
     assert (results / "synthesis.md").exists()
     assert main(["redo", str(results)]) == 2
     assert "no run chosen" in capsys.readouterr().err
+
+
+def holding_workflow(results: Path) -> subprocess.Popen:
+    """Another process holding the folder as a running workflow does, until it is killed."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(results)], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout.readline().strip() == "holding"
+    return holder
+
+
+HOLD = """
+import sys, time
+from agentab.layout import ResultsFolder
+from agentab.workflow.holding import hold_results_folder
+hold_results_folder(ResultsFolder(__import__("pathlib").Path(sys.argv[1])))
+print("holding", flush=True)
+time.sleep(600)
+"""
+
+
+def test_redo_refuses_while_a_workflow_holds_the_folder(results: Path, capsys) -> None:
+    holder = holding_workflow(results)
+    try:
+        assert main(["redo", str(results), "rule/r02"]) == 2
+        err = capsys.readouterr().err
+        assert f"a workflow is running on this folder (snakemake, pid {holder.pid})" in err, err
+        assert "fix: wait for it to end" in err
+        assert (results / "runs" / "rule" / "r02" / "measures.json").exists()
+    finally:
+        holder.kill()  # as a kill -9 would: the kernel releases the lock, nothing is stale
+        holder.wait()
+    assert main(["redo", str(results), "rule/r02"]) == 0
+    assert not (results / "runs" / "rule" / "r02" / "measures.json").exists()
 
 
 def test_the_redo_command_says_what_it_removed(results: Path, capsys) -> None:

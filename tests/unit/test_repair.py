@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from agentab.layout import ResultsFolder
@@ -60,19 +61,48 @@ def test_a_dry_run_is_recognised_on_the_command_line():
     assert not dry_run_asked(["snakemake", "--cores", "8", "--configfile", "x.yaml"])
 
 
-def test_a_file_found_well_formed_is_read_again_only_when_it_changed(tmp_path, monkeypatch):
+def test_a_file_found_well_formed_is_parsed_again_only_when_its_content_changed(
+    tmp_path, monkeypatch
+):
     results, store = folder(tmp_path), tmp_path / "state" / "verified" / "demo.json"
     assert repair_scenario(results, RUNS, ["v"], dry=False, verified_store=store).removed == []
-    read = []
-    original = repair_module._read
-    monkeypatch.setattr(repair_module, "_read", lambda path: read.append(path) or original(path))
+    parsed = []
+    original = repair_module._parse
+    monkeypatch.setattr(repair_module, "_parse", lambda text: parsed.append(text) or original(text))
     assert repair_scenario(results, RUNS, ["v"], dry=False, verified_store=store).removed == []
-    assert read == []  # every file unchanged since it was found well-formed: one stat each
+    assert parsed == []  # every file unchanged since it was found well-formed: hashed only
     measures = results.run("b", 1).measures
     measures.write_text(measures.read_text()[:10])  # truncated since
     repair = repair_scenario(results, RUNS, ["v"], dry=False, verified_store=store)
-    assert read == [measures] and not measures.exists() and repair.synthesis_due
+    assert len(parsed) == 1 and not measures.exists() and repair.synthesis_due
     # Another shape of the scenario (a validator more) forgets what was found before.
-    read.clear()
+    parsed.clear()
     repair_scenario(results, RUNS, ["v", "w"], dry=False, verified_store=store)
-    assert results.run("a", 1).record in read
+    assert len(parsed) > 1
+
+
+def test_a_file_edited_in_place_with_its_size_and_time_kept_is_checked_again(tmp_path):
+    results, store = folder(tmp_path), tmp_path / "state" / "verified" / "demo.json"
+    assert repair_scenario(results, RUNS, ["v"], dry=False, verified_store=store).removed == []
+    measures = results.run("b", 1).measures
+    before, stat = measures.read_text(), measures.stat()
+    edited = before.replace('"cell"', '"cel_"', 1)  # same size, no longer this run's
+    assert len(edited) == len(before) and edited != before
+    measures.write_text(edited)
+    os.utime(measures, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    repair = repair_scenario(results, RUNS, ["v"], dry=False, verified_store=store)
+    assert [entry.split(":")[0] for entry in repair.removed] == [str(measures)]
+    assert not measures.exists()
+
+
+def test_files_built_from_a_file_that_is_gone_are_removed_so_the_chain_is_redone(tmp_path):
+    # A rerun after an edit, stopped: Snakemake deleted the outputs of the jobs it had started.
+    results = folder(tmp_path)
+    results.run("a", 1).validator_output("v").unlink()
+    results.run("b", 1).record.unlink()
+    repair = repair_scenario(results, RUNS, ["v"], dry=False)
+    assert not results.run("a", 1).measures.exists()
+    assert not results.run("b", 1).measures.exists()
+    assert not results.run("b", 1).validator_output("v").exists()
+    assert repair.unmeasured == 2 and repair.synthesis_due
+    assert any("was built from run.json, which is gone" in line for line in repair.lines())

@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentab.report.builder import INDEX
-from agentab.workflow.progress import Progress, failure_advice, start_progress
+from agentab.workflow.progress import Progress, outputs_due, start_progress
+from agentab.workflow.progress import failure_advice as advice_from_logs
+from agentab.workflow.storage import folders_written
 
 # The modules that write the report (not the workflow hooks, not `redo`).
 REPORT_MODULES = (
@@ -52,9 +54,16 @@ def run_folders(plan) -> list[Path]:
     ]
 
 
-def start_run_progress(plan) -> None:
-    """From the Snakefile's `onstart:`: print `12/40 runs · 0 faults · …` as runs finish."""
-    _RUNNING.append(start_progress(run_folders(plan)))
+def start_run_progress(plan, snakemake_workflow=None) -> None:
+    """From the Snakefile's `onstart:`: print `12/40 runs · 0 faults · …` as runs finish. A run
+    whose measures this invocation makes again counts once they are made."""
+    redone = outputs_due(snakemake_workflow, "measure_run")
+    _RUNNING.append(start_progress(run_folders(plan), redone=redone))
+
+
+def failure_advice(log, plan) -> str:
+    """From `onerror:`: the invocation's last line, what to do."""
+    return advice_from_logs(log, folders_written(plan))
 
 
 def stop_run_progress() -> None:

@@ -23,6 +23,7 @@ from agentab.report.builder import report_dir
 from agentab.report.runs import FAULTS_FILE, RunEntry, list_runs
 from agentab.report.sources import load_frozen_scenario, synthesis_outputs
 from agentab.validators.form_blank import form_validators
+from agentab.workflow.holding import refuse_while_held
 
 REDO_STATUSES = ("failed", "invalid", "fault", "unreadable")
 KEPT_FILES = (FAULTS_FILE,)
@@ -73,6 +74,7 @@ def normalise_run_id(given: str) -> str:
 def redo_runs(results_dir: Path, run_ids: list[str] = (), statuses: list[str] = ()) -> RedoResult:
     results_dir = Path(results_dir)
     scenario = load_frozen_scenario(results_dir)
+    refuse_while_held(results_dir, "`agentab redo`")
     for status in statuses:
         if status not in REDO_STATUSES:
             raise AgentabError(

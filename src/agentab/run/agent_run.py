@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentab import etalon as etalon_module
-from agentab.errors import AgentabError, problem
+from agentab.errors import AgentabError, low_on_space, problem
 from agentab.files import write_json, write_jsonl
 from agentab.harnesses import get_harness
 from agentab.harnesses.base import (
@@ -38,7 +38,12 @@ from agentab.run.confinement import BWRAP, NONE, View, confinement_record
 from agentab.run.credentials import read_api_key
 from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_process
 from agentab.run.receipts import build_receipt, receipt_summary, stated_usage
-from agentab.run.recording_proxy import PLACEHOLDER_KEY, endpoint_for, recording
+from agentab.run.recording_proxy import (
+    PLACEHOLDER_KEY,
+    endpoint_for,
+    recording,
+    refuse_a_run_never_answered,
+)
 from agentab.run.sandbox import ENDPOINT_URL, Sandbox
 from agentab.run.setup import path_entries, run_setup
 from agentab.run.views import agent_view
@@ -415,6 +420,8 @@ def perform_run(
             confinement,
             etalon.path,
         )
+        if not offline:
+            refuse_a_run_never_answered(attempt_log, endpoint)
         # Against the SHA recorded at clone time: the agent may move or delete the tag.
         files.patch.write_bytes(etalon_module.result_patch(clone, sha))
         # While the run's copies of its bricks are there: what reached the model is their text.
@@ -423,7 +430,8 @@ def perform_run(
             cell, spec.model, harness, run.facts, attempt_log, clone, spec.bricks
         )
     except HarnessFault as fault:
-        record_fault(files.faults, fault)
+        if not low_on_space(files.folder):  # a full disk is no fault of the harness's
+            record_fault(files.faults, fault)
         raise
     finally:
         shutil.rmtree(spec.scratch, ignore_errors=True)

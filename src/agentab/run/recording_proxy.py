@@ -26,6 +26,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from agentab.errors import AgentabError, problem
+from agentab.harnesses.base import HarnessFault
 from agentab.offline_model import wire
 from agentab.offline_model.local_server import LocalServer, serving
 
@@ -314,3 +315,22 @@ def recording(
             yield base_url
     finally:
         proxy.close_log()
+
+
+def refuse_a_run_never_answered(log_path: Path, endpoint: str) -> None:
+    """A HarnessFault when the run sent requests and not one got a reply: the provider, not the
+    agent, failed (an endpoint that accepts the connection and never answers), so the run is
+    no outcome to measure, whatever the harness made of it (its timeout, its own error)."""
+    replies = []
+    try:
+        with Path(log_path).open(encoding="utf-8") as log:
+            replies = [json.loads(line).get("reply") for line in log if line.strip()]
+    except (OSError, ValueError, AttributeError):
+        return  # an unreadable log proves nothing either way
+    if replies and all(reply is None for reply in replies):
+        count = len(replies)
+        raise HarnessFault(
+            f"no reply from {endpoint}: {count} request{'s' * (count != 1)} sent, none answered "
+            "before the run ended (the endpoint accepted the connection and never answered); "
+            "a provider fault, not the agent's outcome"
+        )

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from agentab.errors import AgentabError
+from agentab.errors import AgentabError, disk_full, low_on_space, storage_error
 from agentab.etalon import EtalonFault
 from agentab.harnesses.base import HarnessFault
 from agentab.workflow.step_client import FAULT_EXIT
@@ -33,13 +34,17 @@ def run_step(
         code = act(args)
     except Stopped as stop:
         what = ended(args) if ended else "the step was ended; it is redone on the next invocation"
-        print(f"agentab: stopped by {stop.signal_name}; {what}", file=sys.stderr)
+        say(f"agentab: stopped by {stop.signal_name}; {what}")
         code = stop.exit_code
     except (HarnessFault, EtalonFault) as fault:
-        print(f"fault (the job will be redone): {fault.render()}", file=sys.stderr)
-        code = FAULT_EXIT
+        if full := disk_filled(args):  # the fault's own reason (no stream, …) would mislead
+            say(full.render())
+            code = USER_ERROR_EXIT
+        else:
+            say(f"fault (the job will be redone): {fault.render()}")
+            code = FAULT_EXIT
     except AgentabError as error:
-        print(error.render(), file=sys.stderr)
+        say(error.render())
         code = USER_ERROR_EXIT
     except FileNotFoundError as missing:
         # A file the workflow makes before this step: the step was run alone, or its input
@@ -50,7 +55,42 @@ def run_step(
             file=sys.stderr,
         )
         code = USER_ERROR_EXIT
+    except OSError as error:
+        found = storage_error(error) or disk_filled(args)
+        if found is None:
+            raise
+        say(found.render())
+        code = USER_ERROR_EXIT
+    flush_or_silence()
     sys.exit(code)
+
+
+def flush_or_silence() -> None:
+    """A log on a full disk must not turn the step's exit status into Python's 120 (a flush
+    that failed at exit): what could not be written is dropped."""
+    for name in ("stdout", "stderr"):
+        try:
+            getattr(sys, name).flush()
+        except OSError:
+            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 - for the life of the step
+
+
+def say(text: str) -> None:
+    """To the step's log, which may sit on the full disk itself: then the exit status speaks
+    alone, and the workflow's last line says why (`failure_advice`)."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        flush_or_silence()
+
+
+def disk_filled(args: argparse.Namespace):
+    """Disk full, said of the folder of the first path the step writes that is all but full, or
+    None: a harness that could not write its stream fails in its own words, never these."""
+    for value in vars(args).values():
+        if isinstance(value, Path) and low_on_space(value):
+            return disk_full(value)
+    return None
 
 
 def run_in_script(snakemake, cli_arguments: list[str]) -> None:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from agentab.workflow.storage import storage_problem
+
 OFFLINE_PROVIDER = "offline"
 MEASURES_FILE = "measures.json"
 FAULTS_FILE = "faults.jsonl"
@@ -54,9 +56,15 @@ class Snapshot:
 
 @dataclass
 class RunCounter:
-    """Counts the runs of a list of run folders, reading each measures.json once."""
+    """Counts the runs of a list of run folders, reading each measures.json once.
+
+    `redone`: the measures.json files this invocation makes again (a rerun after an edit). Until
+    it has, the old one is not a run measured now: one counts only once written since `since`
+    (nanoseconds since the epoch)."""
 
     folders: list[Path]
+    redone: frozenset[Path] = frozenset()
+    since: int = 0
     _usage: dict[Path, tuple[int, RunUsage]] = field(default_factory=dict)
 
     def snapshot(self) -> Snapshot:
@@ -81,6 +89,8 @@ class RunCounter:
         except OSError:
             self._usage.pop(path, None)
             return None
+        if stamp < self.since and path.absolute() in self.redone:
+            return None  # the measures of before the edit, about to be made again
         known = self._usage.get(path)
         if known is None or known[0] != stamp:
             known = (stamp, read_usage(path))
@@ -175,8 +185,13 @@ class Progress:
         out: TextIO | None = None,
         interval_s: float = INTERVAL_S,
         clock=time.monotonic,
+        redone: Iterable[Path] = (),
     ):
-        self.counter = RunCounter([Path(folder) for folder in folders])
+        self.counter = RunCounter(
+            [Path(folder) for folder in folders],
+            frozenset(Path(path).absolute() for path in redone),
+            time.time_ns(),
+        )
         self.out = out
         self.interval_s = interval_s
         self.clock = clock
@@ -219,8 +234,21 @@ class Progress:
                 return
 
 
-def start_progress(folders: Iterable[Path], interval_s: float = INTERVAL_S) -> Progress:
-    return Progress(folders, interval_s=interval_s).begin()
+def start_progress(
+    folders: Iterable[Path], interval_s: float = INTERVAL_S, redone: Iterable[Path] = ()
+) -> Progress:
+    return Progress(folders, interval_s=interval_s, redone=redone).begin()
+
+
+def outputs_due(snakemake_workflow, rule: str) -> list[Path]:
+    """The outputs of `rule` that this invocation makes (its jobs that must run), from
+    Snakemake's plan; none when it has no plan to ask."""
+    dag = getattr(snakemake_workflow, "dag", None)
+    if dag is None:
+        return []
+    return [
+        Path(path) for job in dag.needrun_jobs() if job.rule.name == rule for path in job.output
+    ]
 
 
 # ------------------------------------------------------------------------- after a failure
@@ -244,9 +272,13 @@ def failed_exit_statuses(logs: Iterable[Path | str]) -> list[int]:
     return statuses
 
 
-def failure_advice(logs: Iterable[Path | str]) -> str:
+def failure_advice(logs: Iterable[Path | str], written: Iterable[Path] = ()) -> str:
     """What to do after a failed invocation. A rerun redoes a fault or a stopped job; it cannot
-    help a job that stopped on an error a person must fix (exit 2), so that gets no such advice."""
+    help a job that stopped on an error a person must fix (exit 2), so that gets no such advice.
+    A full disk or a read-only folder among those the workflow writes (`written`) is said first:
+    a job's own message may have had nowhere to go, its log being on that disk."""
+    if found := storage_problem(list(written)):
+        return "agentab: " + found.render()
     statuses = failed_exit_statuses(logs if not isinstance(logs, str | Path) else [logs])
     user_errors = statuses.count(USER_ERROR_EXIT)
     redone = sum(status == FAULT_EXIT or status in STOPPED_EXITS for status in statuses)

@@ -8,10 +8,11 @@ depends on it (run.json → the validators' outputs → measures.json), and when
 measures, the synthesis outputs are removed so that the synthesis is due again: Snakemake
 then rebuilds exactly the missing chain, and nothing else.
 
-A file found well-formed is remembered by its size and modification time (in the state
-folder): at the next start it is only looked at (one `stat`), and read again only if it
-changed. At 10 000 runs that is the difference between reading 60 000 files at every start and
-reading the few written since.
+A file found well-formed is remembered by a digest of its content (in the state folder): at
+the next start it is read and hashed, and parsed and checked again only if its content changed.
+Size and modification time would be cheaper and wrong: a file edited in place to the same size,
+its time set back (`touch -r`, a restore from a backup), would stay trusted. Hashing a file costs
+a fraction of parsing and checking it (benchmarks/bench_scale.py).
 """
 
 from __future__ import annotations
@@ -25,36 +26,34 @@ from pathlib import Path
 
 from agentab.layout import ResultsFolder, RunFolder
 from agentab.synthesis.results import structure_problem
+from agentab.workflow.storage import refuse_unwritable_folders, stop_on_storage_error
 
 
-def _read(path: Path) -> tuple[bool, object]:
-    """(exists, parsed JSON or None when unreadable)."""
+def _parse(text: bytes) -> object:
     try:
-        text = path.read_bytes()
-    except FileNotFoundError:
-        return False, None
-    except OSError:
-        return True, None
-    try:
-        return True, json.loads(text)
+        return json.loads(text)
     except ValueError:
-        return True, None
+        return None
+
+
+def content_digest(text: bytes) -> str:
+    return hashlib.blake2b(text, digest_size=16).hexdigest()
 
 
 UNCHANGED = object()  # what `VerifiedFiles.read` gives for a file found well-formed before
 
 
 class VerifiedFiles:
-    """Per-run files found well-formed at an earlier start, by size and modification time.
+    """Per-run files found well-formed at an earlier start, by a digest of their content.
 
     Valid for one shape of a scenario (its cells and validators: `shape`); another shape
     forgets them all, since a file's check depends on it."""
 
     def __init__(self, store: Path | None, shape: str):
         self.store, self.shape = store, shape
-        self.known: dict[str, list[int]] = {}
-        self.trusted: dict[str, list[int]] = {}
-        self._stamps: dict[str, list[int]] = {}
+        self.known: dict[str, str] = {}
+        self.trusted: dict[str, str] = {}
+        self._digests: dict[str, str] = {}
         try:
             saved = json.loads(store.read_text(encoding="utf-8")) if store else {}
             if saved.get("shape") == shape and isinstance(saved.get("files"), dict):
@@ -65,20 +64,20 @@ class VerifiedFiles:
     def read(self, path: Path) -> tuple[bool, object]:
         """(exists, parsed JSON, None when unreadable, or UNCHANGED)."""
         try:
-            stat = path.stat()
+            text = path.read_bytes()
         except FileNotFoundError:
             return False, None
         except OSError:
             return True, None
-        key, stamp = str(path), [stat.st_size, stat.st_mtime_ns]
-        self._stamps[key] = stamp
-        if self.known.get(key) == stamp:
+        key, digest = str(path), content_digest(text)
+        self._digests[key] = digest
+        if self.known.get(key) == digest:
             return True, UNCHANGED
-        return _read(path)
+        return True, _parse(text)
 
     def trust(self, path: Path) -> None:
-        if (stamp := self._stamps.get(str(path))) is not None:
-            self.trusted[str(path)] = stamp
+        if (digest := self._digests.get(str(path))) is not None:
+            self.trusted[str(path)] = digest
 
     def save(self) -> None:
         if self.store is None:
@@ -142,6 +141,19 @@ class Repair:
         return lines
 
 
+# A job that Snakemake started deletes its outputs first; stopped there (a rerun after an
+# edit, interrupted), it leaves the files built from them in place and newer than anything, and
+# Snakemake would never rebuild the missing middle of the chain.
+REDONE = "its job was stopped or its file removed; redone with what depends on it"
+
+
+def built_without(source: Path, dependents: list[Path]) -> list[Path]:
+    """The dependents that exist although the file they were built from does not."""
+    if source.exists():
+        return []
+    return [path for path in dependents if path.exists()]
+
+
 def check_run(
     run: RunFolder,
     cell: str,
@@ -171,14 +183,19 @@ def check_run(
                 path.unlink(missing_ok=True)
 
     downstream = [run.measures]
+    outputs = [run.validator_output(v) for v in validators]
     if why := problem_of(run.record, record_problem):
-        outputs = [run.validator_output(v) for v in validators]
         remove([*run.agent_outputs(), *outputs, *downstream], why, run.record)
         return removed
-    for validator in validators:
-        output = run.validator_output(validator)
+    if orphans := built_without(run.record, [*outputs, *downstream]):
+        remove(orphans, f"was built from {run.record.name}, which is gone: {REDONE}", orphans[0])
+        return removed
+    for output in outputs:
         if why := problem_of(output, validator_output_problem):
             remove([output, *downstream], why, output)
+        elif orphans := built_without(output, downstream):
+            why = f"was built from validators/{output.name}, which is gone: {REDONE}"
+            remove(orphans, why, orphans[0])
     if why := problem_of(
         run.measures, lambda data: measures_problem(data, cell, rep, cells_by_name)
     ):
@@ -253,6 +270,14 @@ def dry_run_asked(argv: list[str]) -> bool:
 
 def repair_on_start(snakemake_workflow, workflow, argv: list[str]) -> None:
     """What the workflow does as it reads its rules, in the main Snakemake process only."""
-    if snakemake_workflow.is_main_process:
-        for line in repair_workflow(workflow, dry=dry_run_asked(argv)):
-            print(line, file=sys.stderr)
+    if not snakemake_workflow.is_main_process:
+        return
+    dry = dry_run_asked(argv)
+    if not dry:
+        refuse_unwritable_folders(workflow)
+    try:
+        lines = repair_workflow(workflow, dry=dry)
+    except OSError as error:
+        stop_on_storage_error(error)
+    for line in lines:
+        print(line, file=sys.stderr)

@@ -129,6 +129,7 @@ class ClaudeCodeHarness(NpmHarness):
     # ------------------------------------------------------------------------ one run
 
     def prepare(self, spec: RunSpec, installation: Installation) -> Invocation:
+        self._task = spec.prompt
         thinking_args, thinking_env = thinking_settings(spec.thinking, spec.model)
         config, home, tmp = (spec.scratch / name for name in ("config", "home", "tmp"))
         env = {
@@ -189,7 +190,8 @@ class ClaudeCodeHarness(NpmHarness):
         return read_claude_stream(Path(path))
 
     def transcript(self, path: Path) -> list[dict]:
-        return claude_transcript(Path(path))
+        # The task as this adapter passed it (`prepare`), the stream not repeating it.
+        return claude_transcript(Path(path), getattr(self, "_task", ""))
 
     def sent_thinking(self, level: str, model: str, provider: str = "offline") -> str | None:
         """What `anthropic_thinking` reads from a request for `level`: the effort for the

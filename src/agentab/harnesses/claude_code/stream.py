@@ -107,10 +107,11 @@ def add_result_tokens(event: dict, facts: StreamFacts) -> None:
 TOOL_KINDS = {"Read": "read", "Edit": "edit", "Write": "write", "Bash": "run"}
 
 
-def claude_transcript(path: Path) -> list[dict]:
+def claude_transcript(path: Path, task: str = "") -> list[dict]:
     """The conversation of the main agent: its messages (blocks of one message id joined),
-    tool calls and tool results. Subagents' lines (`parent_tool_use_id`) are left out."""
-    lines: list[dict] = []
+    tool calls and tool results. Subagents' lines (`parent_tool_use_id`) are left out. The
+    stream never shows the task (given on the command line): `task` opens the conversation."""
+    lines: list[dict] = [transcript_message("user", task)] if task else []
     names: dict[str, str] = {}
     current: str | None = None
     for event in stream_events(path):
@@ -154,9 +155,14 @@ def add_assistant_blocks(line: dict, blocks: list[dict], usage: dict, names: dic
             line["tool_calls"].append(
                 transcript_call(str(block.get("id", "")), name, kind, arguments, command)
             )
+    # The stream's usage of a message is its `message_start` one: the input is whole (cache
+    # reads and writes are input too), the output is the first token's count, never the turn's
+    # (the stream's `1 out`). The turn's output tokens are left unsaid rather than wrong.
     line["usage"] = {
-        "input": int(usage.get("input_tokens") or 0),
-        "output": int(usage.get("output_tokens") or 0),
+        "input": sum(
+            int(usage.get(name) or 0)
+            for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
     }
 
 
