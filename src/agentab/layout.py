@@ -55,6 +55,11 @@ class RunFolder:
 
     path: Path
 
+    @property
+    def results(self) -> ResultsFolder:
+        """The results folder this run belongs to (results/<scenario>/runs/<slug>/rNN)."""
+        return ResultsFolder(self.path.parents[2])
+
     def file(self, name: str) -> Path:
         return self.path / name
 

@@ -2,16 +2,19 @@
 
 A run's status is its measures.json's (`valid`, `invalid`, `failed`); a run without one is a
 `fault` when its folder keeps a `faults.jsonl` (the harness could not do it, and the workflow
-will redo it), `missing` otherwise; a measures.json that cannot be read is `unreadable`.
+will redo it), `missing` otherwise; a measures.json that cannot be read is `unreadable`. A run
+any of whose files changed after agentab wrote them (`synthesis/integrity.py`, every file
+checked) is `invalid`, whatever its measures.json says.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agentab.report.sources import BadFile, RunRecord, read_runs
+from agentab.synthesis.integrity import CHANGED_PREFIX, changed_problem, read_secret, run_changes
 from agentab.synthesis.measures import run_id
 
 FAULTS_FILE = "faults.jsonl"
@@ -54,6 +57,8 @@ def list_runs(
     results_dir = Path(results_dir)
     if records is None or bad_files is None:
         records, bad_files = read_runs(results_dir, scenario)
+    secret = read_secret(results_dir)
+    records = [with_changes(record, results_dir, secret) for record in records]
     by_run = {record.run: record for record in records}
     unreadable = {bad.path.rpartition("/")[0].removeprefix("runs/"): bad for bad in bad_files}
     entries = []
@@ -76,6 +81,16 @@ def list_runs(
     for record in by_run.values():
         entries.append(_measured(record, len(read_faults(results_dir / "runs" / record.run))))
     return entries
+
+
+def with_changes(record: RunRecord, results_dir: Path, secret: str | None) -> RunRecord:
+    """The record, made invalid when a file of its run changed after agentab wrote it."""
+    changes = run_changes(results_dir / "runs" / record.run, secret)
+    flagged = [name for name in changes if not any(name in p for p in record.problems)]
+    if not flagged:
+        return record
+    problems = [p for p in record.problems if not p.startswith(CHANGED_PREFIX)]
+    return replace(record, status="invalid", problems=[*problems, changed_problem(changes)])
 
 
 def _measured(record: RunRecord, faults: int) -> RunEntry:

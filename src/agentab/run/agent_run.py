@@ -19,7 +19,7 @@ from pathlib import Path
 
 from agentab import etalon as etalon_module
 from agentab.errors import AgentabError, low_on_space, problem
-from agentab.files import write_json, write_jsonl
+from agentab.files import file_sha256, results_secret, write_json, write_jsonl, write_sealed_json
 from agentab.harnesses import get_harness
 from agentab.harnesses.base import (
     BrickFile,
@@ -31,7 +31,7 @@ from agentab.harnesses.base import (
     RunSpec,
     StreamFacts,
 )
-from agentab.layout import run_id
+from agentab.layout import RunFolder, run_id
 from agentab.offline_model import serve
 from agentab.offline_model.policy import load_policy
 from agentab.run.confinement import BWRAP, NONE, View, confinement_record
@@ -314,6 +314,16 @@ def run_record(
     }
 
 
+def run_file_hashes(folder: Path, exclude: set[str]) -> dict[str, str]:
+    """The sha256 of every file the run left in its folder (its subfolders are the validators'
+    and the logs', written after it)."""
+    return {
+        path.name: file_sha256(path)
+        for path in sorted(folder.iterdir())
+        if path.is_file() and path.name not in exclude and not path.name.endswith(".partial")
+    }
+
+
 def keep_environment(setup, path: Path) -> None:
     """The environment this run got, as its setup listed it: runs of one scenario that got
     different ones are flagged in the synthesis."""
@@ -445,5 +455,10 @@ def perform_run(
     record["receipt"] = receipt_summary(receipt)
     if scenario.etalon.setup:
         record["setup"] = setup.as_dict()
-    write_json(record, files.record)  # last: its presence means the run has an outcome
+    # What the run left, by content: a file changed after it ended is then told apart.
+    record["files"] = run_file_hashes(files.folder, exclude={files.record.name})
+    secret = results_secret(RunFolder(files.folder).results.secret)
+    write_sealed_json(
+        record, files.record, secret
+    )  # last: its presence means the run has an outcome
     return record

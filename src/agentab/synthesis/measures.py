@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentab.files import write_json
+from agentab.files import file_sha256, write_json, write_sealed_json
 from agentab.layout import RunFolder, run_id
 from agentab.scenario import Cell, Scenario
 from agentab.synthesis.builtin import builtin_metrics
+from agentab.synthesis.integrity import changed_problem, read_secret, relative_name, unsealed
 
 SCHEMA_VERSION = 1
 ANSWERS_SUFFIX = ".answers.json"
@@ -174,7 +175,17 @@ def measure_run(
         for path in answers
     }
     # The transcript is written with run.json, which is written last: it is there when it is.
-    builtin = builtin_metrics(run, RunFolder(Path(record).parent).transcript)
+    folder = RunFolder(Path(record).parent)
+    builtin = builtin_metrics(run, folder.transcript)
     measures = build_measures(scenario, cell, rep, run, by_validator, form_answers, builtin)
-    write_json(measures, out)
+    secret = read_secret(folder.results.path)
+    if secret is None:  # a folder made by hand, without agentab's secret: nothing is sealed
+        write_json(measures, out)
+        return measures
+    changed = unsealed([Path(record), *map(Path, outputs)], secret)
+    if changed:
+        measures["status"] = "invalid"
+        measures["problems"].append(changed_problem(changed))
+    measures["inputs"] = {relative_name(Path(p)): file_sha256(p) for p in [record, *outputs]}
+    write_sealed_json(measures, out, secret)
     return measures

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentab.errors import AgentabError, problem
+from agentab.files import seal_holds
 from agentab.layout import ResultsFolder, RunFolder, run_id
+from agentab.synthesis.integrity import changed_problem, read_secret
 
 STATUSES = ("valid", "invalid", "failed")
 # The layout's names of the parts, for the folder scan: with thousands of runs, a Path per
@@ -136,8 +138,11 @@ class _NoFile(Exception):
     """The run folder holds no measures.json."""
 
 
-def _read_run(path: str, relative: str, cells_by_name: dict) -> RunRecord | BadFile:
-    """`read_run`; raises _NoFile when there is no file at `path` at all."""
+def _read_run(
+    path: str, relative: str, cells_by_name: dict, secret: str | None = None
+) -> RunRecord | BadFile:
+    """`read_run`; raises _NoFile when there is no file at `path` at all. With the results
+    folder's `secret`, a measures.json whose seal does not hold is read as an invalid run."""
     try:
         with open(path, "rb") as handle:
             text = handle.read().decode("utf-8")
@@ -160,15 +165,19 @@ def _read_run(path: str, relative: str, cells_by_name: dict) -> RunRecord | BadF
             relative,
             f"is for cell {data['cell']!r} repetition {data['rep']}, which belongs in {expected}/",
         )
+    problems = [str(item) for item in data.get("problems") or []]
+    status = data["status"]
+    if secret is not None and not seal_holds(text, secret):
+        status, problems = "invalid", [*problems, changed_problem(["measures.json"])]
     return RunRecord(
         cell=data["cell"],
         rep=data["rep"],
         run=str(data.get("run") or run_id(cell.slug, data["rep"])),
-        status=data["status"],
+        status=status,
         metrics=data.get("metrics") or {},
         extra=data.get("extra") or {},
         pending=list(data.get("pending") or []),
-        problems=[str(item) for item in data.get("problems") or []],
+        problems=problems,
         provenance=data.get("provenance") or {},
         receipt=data.get("receipt") if isinstance(data.get("receipt"), dict) else None,
         builtin=data.get("builtin") if isinstance(data.get("builtin"), dict) else None,
@@ -206,6 +215,7 @@ def read_all_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[Ba
     order = {cell.name: index for index, cell in enumerate(scenario.cells)}
     folder = ResultsFolder(Path(results_dir))
     root = str(folder.runs_root)
+    secret = read_secret(folder.path)
     runs, bad, present = [], [], set()
     for slug, rep in _run_folders(folder):
         relative = _relative_run_folder(slug, rep)
@@ -214,6 +224,7 @@ def read_all_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[Ba
                 os.path.join(root, slug, rep, MEASURES_FILE),
                 f"{relative}/{MEASURES_FILE}",
                 cells_by_name,
+                secret,
             )
         except _NoFile:
             continue

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentab.etalon import checkout_with_patch
-from agentab.files import write_json
+from agentab.files import results_secret, write_sealed_json
 from agentab.run.process import end_stale_twin
 from agentab.run.setup import run_setup
 from agentab.validators import JudgeSettings, invalid_output, prepare_job
@@ -35,19 +35,6 @@ class ValidationFiles:
     secret: Path
 
 
-def results_secret(path: Path) -> str:
-    """The results folder's secret, made on first use (opaque ids are keyed on it)."""
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{secrets.token_hex(4)}.partial")
-        partial.write_text(secrets.token_hex(16) + "\n")
-        try:
-            partial.rename(path) if not path.exists() else partial.unlink()
-        except OSError:
-            partial.unlink(missing_ok=True)
-    return path.read_text().strip()
-
-
 def validate_run(
     scenario,
     cell,
@@ -62,14 +49,13 @@ def validate_run(
     """Score one run with one validator; write its output (ok, or invalid with the reason)."""
     # A validator left running by a killed workflow is ended before this attempt starts.
     end_stale_twin(files.lock)
+    secret = results_secret(files.secret)
     record = json.loads(files.record.read_text(encoding="utf-8"))
     if (record.get("outcome") or {}).get("status") == "failed":
         output = invalid_output(spec.name, spec.mode, "not scored: the agent's run failed")
-        write_json(output, files.output)
+        write_sealed_json(output, files.output, secret)
         return output
-    context = build_context(
-        record, files.patch.read_bytes(), cell.prompt, results_secret(files.secret)
-    )
+    context = build_context(record, files.patch.read_bytes(), cell.prompt, secret)
     scratch = work_root.absolute() / secrets.token_hex(10)
     location, tag = scenario.etalon.location, scenario.etalon.tag
 
@@ -105,7 +91,7 @@ def validate_run(
         shutil.rmtree(scratch, ignore_errors=True)
     if files.audit.exists() and not any(files.audit.iterdir()):
         files.audit.rmdir()
-    write_json(output, files.output)
+    write_sealed_json(output, files.output, secret)
     return output
 
 

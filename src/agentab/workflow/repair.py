@@ -24,7 +24,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentab.files import seal_holds
 from agentab.layout import ResultsFolder, RunFolder
+from agentab.synthesis.integrity import CHANGED_PREFIX, read_secret
 from agentab.synthesis.results import structure_problem
 from agentab.workflow.storage import refuse_unwritable_folders, stop_on_storage_error
 
@@ -154,6 +156,18 @@ def built_without(source: Path, dependents: list[Path]) -> list[Path]:
     return [path for path in dependents if path.exists()]
 
 
+UNSEALED = "its seal does not hold: it changed after agentab wrote it"
+
+
+def flagged(measures: Path, name: str) -> bool:
+    """Whether measures.json already says that `name` changed after the run (then it stays)."""
+    try:
+        text = measures.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return any(CHANGED_PREFIX in line and name in line for line in text.splitlines())
+
+
 def check_run(
     run: RunFolder,
     cell: str,
@@ -162,8 +176,12 @@ def check_run(
     cells_by_name: dict,
     dry: bool,
     verified: VerifiedFiles | None = None,
+    secret: str | None = None,
 ) -> list[str]:
-    """Remove this run's bad files and what depends on them; return 'path: why' for each."""
+    """Remove this run's bad files and what depends on them; return 'path: why' for each.
+    With the results folder's `secret`, a file whose seal does not hold is bad too: an edited
+    measures.json is measured again from its sealed sources, and what was built from an edited
+    run.json or validator output is measured again, as invalid (`synthesis/integrity.py`)."""
     removed: list[str] = []
     verified = verified or VerifiedFiles(None, "")
 
@@ -171,10 +189,19 @@ def check_run(
         exists, data = verified.read(path)
         if not exists:
             return None
-        why = None if data is UNCHANGED else check(data)
+        why = None if data is UNCHANGED else check(data) or seal_problem(path)
         if why is None:
             verified.trust(path)
         return why
+
+    def seal_problem(path: Path) -> str | None:
+        if secret is None:
+            return None
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return "cannot be read"
+        return None if seal_holds(text, secret) else UNSEALED
 
     def remove(paths: list[Path], why: str, first: Path) -> None:
         removed.append(f"{first}: {why}")
@@ -185,14 +212,22 @@ def check_run(
     downstream = [run.measures]
     outputs = [run.validator_output(v) for v in validators]
     if why := problem_of(run.record, record_problem):
-        remove([*run.agent_outputs(), *outputs, *downstream], why, run.record)
+        # An edited run.json is kept, as evidence: what was built from it is measured again,
+        # and the run is invalid until a person redoes it.
+        if why != UNSEALED:
+            remove([*run.agent_outputs(), *outputs, *downstream], why, run.record)
+        elif not flagged(run.measures, run.record.name):
+            remove(downstream, why, run.record)
         return removed
     if orphans := built_without(run.record, [*outputs, *downstream]):
         remove(orphans, f"was built from {run.record.name}, which is gone: {REDONE}", orphans[0])
         return removed
     for output in outputs:
         if why := problem_of(output, validator_output_problem):
-            remove([output, *downstream], why, output)
+            if why != UNSEALED:
+                remove([output, *downstream], why, output)
+            elif not flagged(run.measures, f"validators/{output.name}"):
+                remove(downstream, why, output)
         elif orphans := built_without(output, downstream):
             why = f"was built from validators/{output.name}, which is gone: {REDONE}"
             remove(orphans, why, orphans[0])
@@ -216,10 +251,13 @@ def repair_scenario(
         return repair
     cells_by_name = {cell: slug for cell, slug, _ in runs}  # names are what the check needs
     verified = VerifiedFiles(verified_store, scenario_shape(runs, validators))
+    secret = read_secret(results.path)
     for cell, slug, rep in runs:
         run = results.run(slug, rep)
         if run.path.is_dir():
-            repair.removed += check_run(run, cell, rep, validators, cells_by_name, dry, verified)
+            repair.removed += check_run(
+                run, cell, rep, validators, cells_by_name, dry, verified, secret
+            )
         if not run.measures.exists() or any(
             entry.startswith(f"{run.measures}:") for entry in repair.removed
         ):
