@@ -157,6 +157,11 @@ class ResultsFolder:
     def runs_root(self) -> Path:
         return self.path / "runs"
 
+    @property
+    def bricks(self) -> Path:
+        """The frozen bricks: each one its runs were given, once, by its hash."""
+        return self.path / "bricks"
+
     def cell_folder(self, slug: str) -> Path:
         return self.runs_root / slug
 

@@ -36,6 +36,7 @@ from agentab.offline_model import serve
 from agentab.offline_model.policy import load_policy
 from agentab.run.confinement import BWRAP, NONE, View, confinement_record
 from agentab.run.credentials import read_api_key
+from agentab.run.frozen_bricks import run_copies
 from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_process
 from agentab.run.receipts import build_receipt, receipt_summary, stated_usage
 from agentab.run.recording_proxy import (
@@ -47,7 +48,7 @@ from agentab.run.recording_proxy import (
 from agentab.run.sandbox import ENDPOINT_URL, Sandbox
 from agentab.run.setup import path_entries, run_setup
 from agentab.run.views import agent_view
-from agentab.scenario.bricks import content_sha256, place_in_clone
+from agentab.scenario.bricks import place_in_clone
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
 REJECTED_KEY_STATUSES = frozenset({401, 403})
@@ -131,24 +132,6 @@ def adopt_attempt_log(log: Path, files: RunFiles) -> None:
 def offline_policy_source(scenario, model: str) -> str:
     """A shipped policy by name, or a policy file named relative to the scenario."""
     return str((scenario.dir / model).resolve()) if model.endswith(".toml") else model
-
-
-def frozen_bricks(bricks, folder: Path) -> tuple[BrickFile, ...]:
-    """Each brick copied for this run, and checked against the hash it had when the scenario
-    was loaded (the hash run.json records): the harness reads, and its sandbox binds, a copy
-    that nothing can change while the run lasts, under a folder that names no cell."""
-    frozen = []
-    for index, brick in enumerate(bricks):
-        copy = folder / str(index) / Path(brick.path).name
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        if Path(brick.path).is_dir():
-            shutil.copytree(brick.path, copy, symlinks=True)
-        else:
-            shutil.copyfile(brick.path, copy)
-        if content_sha256(copy) != brick.sha256:
-            raise HarnessFault(f"the brick {brick.rel} changed while the run started; it is redone")
-        frozen.append(replace(brick, path=copy))
-    return tuple(frozen)
 
 
 def ensure_fresh_clone(etalon, clone: Path, mirrors_dir: Path) -> str:
@@ -411,7 +394,8 @@ def perform_run(
         model_server = recording(endpoint, attempt_log, spec.timeout_s + 60, provider_key)
     bricks_folder = (own_folder or files.folder / f".bricks-{os.getpid()}") / "bricks"
     try:
-        spec = replace(spec, bricks=frozen_bricks(spec.bricks, bricks_folder))
+        store = RunFolder(files.folder).results.bricks
+        spec = replace(spec, bricks=run_copies(spec.bricks, store, bricks_folder))
         etalon = scenario.etalon
         state = work_root.absolute().parent
         setup = run_setup(

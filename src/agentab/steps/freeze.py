@@ -1,10 +1,15 @@
-"""Freeze step: results/<name>/scenario.toml, the scenario exactly as it was run."""
+"""Freeze step: results/<name>/scenario.toml, the scenario exactly as it was run, and its
+bricks in results/<name>/bricks/ (`run/frozen_bricks.py`; a brick edited later is frozen by the
+first run that has it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from agentab.errors import AgentabError, problem
+from agentab.layout import ResultsFolder
+from agentab.run.frozen_bricks import frozen_brick
+from agentab.scenario import load_scenario
 from agentab.steps.common import run_step
 
 
@@ -26,6 +31,12 @@ def act(args) -> int:
         ) from error
     partial.write_bytes(text)
     partial.replace(args.out)
+    if not args.scenario.is_file():  # a stream (a pipe) is read once: its bricks at first use
+        return 0
+    scenario = load_scenario(args.scenario, check_etalon=False)
+    store = ResultsFolder(args.out.parent).bricks
+    for brick in {brick.sha256: brick for cell in scenario.cells for brick in cell.bricks}.values():
+        frozen_brick(brick, store)
     return 0
 
 
