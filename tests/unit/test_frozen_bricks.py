@@ -45,3 +45,10 @@ def test_a_frozen_copy_that_changed_is_a_fault(tmp_path):
     (frozen_brick(brick, store) / "SKILL.md").write_text("tampered\n")
     with pytest.raises(HarnessFault, match="frozen copy of the brick"):
         run_copies([brick], store, tmp_path / "run")
+
+
+def test_a_byte_order_mark_reaches_no_harness(tmp_path):
+    source = tmp_path / "rule.md"
+    source.write_bytes(b"\xef\xbb\xbfAlways run the tests.\n")
+    (copy,) = run_copies([brick_at(source)], tmp_path / "store", tmp_path / "run")
+    assert copy.path.read_bytes() == b"Always run the tests.\n"

@@ -49,6 +49,7 @@ def run_copies(bricks, store: Path, folder: Path) -> tuple:
         copy_brick(frozen_brick(brick, store), copy)
         if content_sha256(copy) != brick.sha256:
             raise HarnessFault(f"the frozen copy of the brick {brick.rel} changed; it is redone")
+        strip_byte_order_marks(copy)
         copies.append(replace(brick, path=copy))
     return tuple(copies)
 
@@ -59,3 +60,16 @@ def copy_brick(source: Path, dest: Path) -> None:
         shutil.copytree(source, dest, symlinks=True)
     else:
         shutil.copyfile(source, dest)
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def strip_byte_order_marks(copy: Path) -> None:
+    """A UTF-8 byte-order mark is accepted and dropped, as in the scenario file: a harness would
+    hand it to the model as a stray character at the start of the brick's text."""
+    for path in [copy] if copy.is_file() else sorted(copy.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            if data.startswith(BOM):
+                path.write_bytes(data[len(BOM) :])
