@@ -1,6 +1,7 @@
 """What the etalon's setup costs a checkout (docs/scenario.md, "Its environment").
 
     python benchmarks/bench_setup.py [--checkouts 5]
+    python benchmarks/bench_setup.py --quick    # the first checkout and one copy (smoke test)
 
 Runs a typical Python setup (a virtualenv with pytest and its pinned dependencies) confined, as
 a run does, on fresh clones of the demo etalon, and prints the seconds per checkout:
@@ -52,7 +53,10 @@ def timed_setup(etalon, state: Path, environments: Path | None) -> tuple[float, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkouts", type=int, default=5, help="reused checkouts to time")
+    parser.add_argument("--quick", action="store_true", help="no cold or warm setup, one copy")
     args = parser.parse_args()
+    if args.quick:
+        args.checkouts = 1
     etalon = Etalon(
         repo="calc.bundle",
         location=str(REPO / "scenarios" / "demo" / "calc.bundle"),
@@ -63,8 +67,8 @@ def main() -> None:
     )
     state = REPO / ".agentab" / "bench-setup" / secrets.token_hex(4)
     try:
-        cold, _ = timed_setup(etalon, state, None)
-        warm, _ = timed_setup(etalon, state, None)
+        cold, _ = (None, None) if args.quick else timed_setup(etalon, state, None)
+        warm, _ = (None, None) if args.quick else timed_setup(etalon, state, None)
         first, reused = timed_setup(etalon, state, state / "environments")
         assert not reused
         copies = [timed_setup(etalon, state, state / "environments") for _ in range(args.checkouts)]
@@ -73,8 +77,9 @@ def main() -> None:
         shutil.rmtree(state, ignore_errors=True)
     median = statistics.median(took for took, _ in copies)
     print(f"setup: {' && '.join(SETUP)}")
-    print(f"cold (empty download cache)     {cold:6.2f} s")
-    print(f"warm (download cache filled)    {warm:6.2f} s")
+    if cold is not None:
+        print(f"cold (empty download cache)     {cold:6.2f} s")
+        print(f"warm (download cache filled)    {warm:6.2f} s")
     print(f"first checkout (kept)           {first:6.2f} s")
     print(f"reused, median of {len(copies):<3d}          {median:6.2f} s   target < {TARGET_S:g} s")
     print("met" if median < TARGET_S else "NOT MET")
