@@ -216,7 +216,9 @@ def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
         "its delta never arrived, whatever its settings say"
         for cell in scenario.cells
         if cell.name != scenario.reference
-        and not getattr(cell, "is_aa", False)  # identical to the reference is what the A/A copy is for
+        and not getattr(
+            cell, "is_aa", False
+        )  # identical to the reference is what the A/A copy is for
         and reference
         and prints.get(cell.name)
         and prints[cell.name] <= reference
