@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from agentab.layout import split_run_slug
 from agentab.report.sources import BadFile, RunRecord, read_runs
 from agentab.synthesis.integrity import CHANGED_PREFIX, changed_problem, read_secret, run_changes
-from agentab.layout import split_run_slug
 from agentab.synthesis.measures import run_id
 
 FAULTS_FILE = "faults.jsonl"
