@@ -39,7 +39,10 @@ def test_one_task_keeps_cells_and_folders(scenario_dir: Path) -> None:
     scenario = load_scenario(write(scenario_dir, SEED_MATRIX))
     assert scenario.tasks == []
     assert [c.slug for c in scenario.run_cells] == [c.slug for c in scenario.cells]
-    assert all(c.run_config() == r.run_config() for c, r in zip(scenario.cells, scenario.run_cells))
+    assert all(
+        c.run_config() == r.run_config()
+        for c, r in zip(scenario.cells, scenario.run_cells, strict=True)
+    )
 
 
 def test_task_and_tasks_together_are_refused(scenario_dir: Path) -> None:
