@@ -36,6 +36,8 @@ SYNTHESIS_CODE = (
     "synthesis/prose.py",
     "synthesis/synthesize.py",
     "synthesis/stats.py",
+    "synthesis/strata.py",
+    "synthesis/calibration.py",
     "metrics.py",
     "templates/synthesis.md.j2",
 )
