@@ -73,7 +73,7 @@ def run_file(name, *args):
 
 wildcard_constraints:
     scenario=r"[A-Za-z0-9][A-Za-z0-9._-]*",
-    cell=r"[a-z0-9]+(-[a-z0-9]+)*",
+    cell=r"[a-z0-9]+(-[a-z0-9]+)*(--[a-z0-9]+(-[a-z0-9]+)*)?",
     rep=r"r[0-9][0-9]+",
     validator=r"[^/]+",
     harness=r"[a-z0-9_-]+",

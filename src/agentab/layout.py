@@ -11,7 +11,7 @@ results/<scenario>/                  ResultsFolder
   forms/<v>.blank.toml <v>.toml <v>.material/
   .form-keys/<v>.json <v>.answers.json
   logs/<step>.log
-  runs/<cell slug>/r<NN>/            RunFolder
+  runs/<cell slug>/r<NN>/            RunFolder (with [tasks.*]: runs/<cell slug>--<task>/r<NN>/)
     run.json stream.jsonl transcript.jsonl result.patch model-requests.jsonl receipt.json
     measures.json faults.jsonl agent-stderr.log
     validators/<v>.json validators/<v>/   (a validator's output, its audit)
@@ -41,6 +41,22 @@ def rep_folder(rep: int | str) -> str:
 def run_id(slug: str, rep: int | str) -> str:
     """A run's name in every output: `<cell slug>/r<NN>`."""
     return f"{slug}/{rep_folder(rep)}"
+
+
+# Between a cell's slug and a task's name in the folder of a run of a scenario with tasks:
+# `runs/<cell slug>--<task>/r<NN>/`. A slug never holds `--`, so the name splits back.
+TASK_JOINER = "--"
+
+
+def task_run_slug(slug: str, task: str) -> str:
+    """The folder name of a cell's runs of one task; the cell's slug when there is no task."""
+    return f"{slug}{TASK_JOINER}{task}" if task else slug
+
+
+def split_run_slug(folder: str) -> tuple[str, str]:
+    """(cell slug, task) of a run folder's cell part; the task is "" without one."""
+    slug, _, task = folder.partition(TASK_JOINER)
+    return slug, task
 
 
 def opaque_token(secret: str, *parts: object) -> str:

@@ -112,8 +112,17 @@ def credentials_line(scenario: Scenario, config: Path) -> str:
 
 def repetitions_warnings(scenario: Scenario) -> list[str]:
     """Fewer repetitions than a verdict needs make every gap inconclusive, whatever it shows."""
-    if len(scenario.cells) < 2 or scenario.repetitions >= MIN_RUNS_PER_GROUP:
+    tasks = max(1, len(scenario.tasks))
+    if len(scenario.cells) < 2 or scenario.repetitions * tasks >= MIN_RUNS_PER_GROUP:
         return []
+    if scenario.tasks:  # the minimum applies to a cell's runs over all its tasks
+        return [
+            f"{scenario.path}: [protocol] repetitions = {scenario.repetitions} × {tasks} tasks "
+            f"gives each cell {scenario.repetitions * tasks} runs, below the {MIN_RUNS_PER_GROUP} "
+            "valid runs per cell a gap needs to be established: every gap will be "
+            f"inconclusive; set repetitions = {-(-MIN_RUNS_PER_GROUP // tasks)} or more, or keep "
+            "this as a pilot for `agentab plan`"
+        ]
     return [
         f"{scenario.path}: [protocol] repetitions = {scenario.repetitions} is below the "
         f"{MIN_RUNS_PER_GROUP} valid runs per cell a gap needs to be established: every gap "
@@ -125,6 +134,8 @@ def repetitions_warnings(scenario: Scenario) -> list[str]:
 def describe_delta(cell: Cell) -> str:
     if cell.is_baseline:
         return "baseline"
+    if getattr(cell, "is_aa", False):
+        return "A/A: the reference once more, its own seeds (a calibration, outside Holm)"
     if not cell.settings:
         return "no change from the baseline"
     parts = []
@@ -158,9 +169,12 @@ def render_matrix(scenario: Scenario, warnings: list[str]) -> str:
         label = cell.name + (" (variant)" if cell.is_variant else "")
         marker = "*" if cell.name == scenario.reference else " "
         lines.append(f" {marker}{number:>2}. {label:<{width}}  {describe_delta(cell)}")
+    lines += task_lines(scenario)
+    tasks = f" × {len(scenario.tasks)} tasks" if scenario.tasks else ""
     lines += [
         "",
-        f"runs        {len(scenario.cells)} cells × {scenario.repetitions} repetitions = {scenario.run_count}",
+        f"runs        {len(scenario.cells)} cells{tasks} × {scenario.repetitions} repetitions "
+        f"= {scenario.run_count}",
         f"jobs        {workflow_jobs(scenario)} (an agent run, {len(scored(scenario))} validators "
         "and a measure per run)",
         f"verdicts    a gap is established only from at least {MIN_RUNS_PER_GROUP} valid runs "
@@ -169,6 +183,19 @@ def render_matrix(scenario: Scenario, warnings: list[str]) -> str:
     lines += [f"warning     {warning}" for warning in warnings]
     lines += [f"receipt     {limit}" for limit in receipt_limits(scenario)]
     return "\n".join(lines)
+
+
+def task_lines(scenario: Scenario) -> list[str]:
+    """The tasks of a scenario with [tasks.*], each with its etalon tag and its first line."""
+    if not scenario.tasks:
+        return []
+    lines = ["", f"tasks ({len(scenario.tasks)}): every cell runs each; runs/<cell>--<task>/rNN"]
+    width = max(len(task.name) for task in scenario.tasks)
+    for number, task in enumerate(scenario.tasks, start=1):
+        tag = task.tag or scenario.etalon.tag
+        first = task.prompt.strip().splitlines()[0] if task.prompt.strip() else ""
+        lines.append(f"   {number:>2}. {task.name:<{width}}  @ {tag}  {_shorten(first)}")
+    return lines
 
 
 def receipt_limits(scenario: Scenario) -> list[str]:

@@ -38,7 +38,9 @@ def register(subparsers) -> None:
         ),
     )
     parser.add_argument("scenario", type=Path, metavar="SCENARIO", help="the scenario TOML file")
-    parser.add_argument("--cell", required=True, help="the cell's slug, e.g. rule-off")
+    parser.add_argument(
+        "--cell", required=True, help="the cell's slug, e.g. rule-off (rule-off--<task> with tasks)"
+    )
     parser.add_argument(
         "--state", type=Path, default=Path(".agentab"), help="the state folder (default .agentab)"
     )
@@ -52,7 +54,7 @@ def run(args) -> int:
     require_sandbox("bwrap")
     command = ["/bin/sh", "-c", args.run] if args.run else []
     scenario = load_scenario(args.scenario)
-    cell = scenario.cell(args.cell)
+    cell = scenario.run_cell(args.cell)
     harness = get_harness(cell.agent.harness)
     try:
         installation = harness.installation(cell.agent.version, args.state / "harnesses")
@@ -71,7 +73,7 @@ def run(args) -> int:
         clone = folder / etalon.repository_name(scenario.etalon.location)
         etalon.fresh_clone(
             scenario.etalon.location,
-            scenario.etalon.tag,
+            scenario.etalon_for(cell).tag,
             clone,
             (args.state / "mirrors").absolute(),
         )

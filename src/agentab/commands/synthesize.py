@@ -41,8 +41,14 @@ def summary(result: SynthesisResult) -> str:
         f"{result.scenario_name}: {counts.get('valid', 0)} valid, {counts.get('invalid', 0)} "
         f"invalid, {counts.get('failed', 0)} failed, {len(result.missing)} missing, "
         f"{len(result.bad_files)} unreadable",
-        f"gaps: {len(established)} established of {len(result.gaps)}",
+        f"gaps: {len(established)} established of {len(result.family)}",
     ]
+    if result.calibration:
+        aa_established = [gap for gap in result.calibration if gap.verdict.is_established]
+        lines.append(
+            f"A/A calibration: {len(aa_established)} established of {len(result.calibration)}"
+            + (" (warning: the measurement tells identical cells apart)" if aa_established else "")
+        )
     lines += [
         f"  established: {gap.cell} vs {gap.reference}, {gap.metric}: {describe_gap_figures(gap)}"
         + ("" if gap.survives_holm else f" (not below {HOLM_LEVEL} after Holm)")

@@ -69,7 +69,7 @@ def run_view(results_dir: Path, entry: RunEntry, scenario) -> RunView:
     record = entry.record
     return RunView(
         entry=entry,
-        task=(conversation.task if conversation else "") or cell_prompt(scenario, entry.cell),
+        task=(conversation.task if conversation else "") or cell_prompt(scenario, entry.run),
         final_message=str(facts.get("final_message") or "")
         or (conversation.final_message if conversation else ""),
         conversation=conversation,
@@ -97,9 +97,10 @@ def read_json(path: Path):
         return None
 
 
-def cell_prompt(scenario, cell_name: str) -> str:
+def cell_prompt(scenario, run: str) -> str:
+    """The prompt of a run's cell (and task), by its run id `<folder>/rNN`."""
     try:
-        return scenario.cell(cell_name).prompt or ""
+        return scenario.run_cell(run.partition("/")[0]).prompt or ""
     except Exception:  # a frozen scenario whose prompt file was not kept beside it
         return ""
 

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from agentab.layout import split_run_slug
 from agentab.report.sources import BadFile, RunRecord, read_runs
 from agentab.synthesis.integrity import CHANGED_PREFIX, changed_problem, read_secret, run_changes
 from agentab.synthesis.measures import run_id
@@ -34,10 +35,12 @@ class RunEntry:
     reason: str
     faults: int = 0  # attempts the harness could not do, kept in faults.jsonl
     record: RunRecord | None = field(default=None, compare=False, repr=False)
+    task: str = ""  # its task, in a scenario with [tasks.*]
 
     @property
     def slug(self) -> str:
-        return self.run.partition("/")[0]
+        """The cell's slug (its runs' folder is `<slug>--<task>` with tasks)."""
+        return split_run_slug(self.run.partition("/")[0])[0]
 
     @property
     def folder(self) -> str:
@@ -62,7 +65,7 @@ def list_runs(
     by_run = {record.run: record for record in records}
     unreadable = {bad.path.rpartition("/")[0].removeprefix("runs/"): bad for bad in bad_files}
     entries = []
-    for cell in scenario.cells:
+    for cell in scenario.run_cells:  # a cell per cell and task, with tasks
         for rep in range(1, scenario.repetitions + 1):
             run = run_id(cell.slug, rep)
             faults = read_faults(results_dir / "runs" / run)
@@ -71,12 +74,18 @@ def list_runs(
                 entries.append(_measured(record, len(faults)))
             elif run in unreadable:
                 reason = f"{unreadable[run].path} {unreadable[run].message}"
-                entries.append(RunEntry(run, cell.name, rep, "unreadable", reason, len(faults)))
+                entries.append(
+                    RunEntry(run, cell.name, rep, "unreadable", reason, len(faults), task=cell.task)
+                )
             elif faults:
                 reason = fault_reason(faults[-1])
-                entries.append(RunEntry(run, cell.name, rep, "fault", reason, len(faults)))
+                entries.append(
+                    RunEntry(run, cell.name, rep, "fault", reason, len(faults), task=cell.task)
+                )
             else:
-                entries.append(RunEntry(run, cell.name, rep, "missing", "no measures.json yet"))
+                entries.append(
+                    RunEntry(run, cell.name, rep, "missing", "no measures.json yet", task=cell.task)
+                )
     # Runs beyond the scenario's repetitions (it was lowered after they ran) are still shown.
     for record in by_run.values():
         entries.append(_measured(record, len(read_faults(results_dir / "runs" / record.run))))
@@ -102,6 +111,7 @@ def _measured(record: RunRecord, faults: int) -> RunEntry:
         reason=run_reason(record),
         faults=faults,
         record=record,
+        task=record.task,
     )
 
 

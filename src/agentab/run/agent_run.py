@@ -269,6 +269,7 @@ def run_record(
         "slug": cell.slug,
         "rep": rep,
         "run": run_id(cell.slug, rep),
+        **({"task": cell.task} if getattr(cell, "task", "") else {}),
         "harness": harness.name,
         "harness_version": agent.version,
         "provider": agent.provider,
@@ -278,7 +279,7 @@ def run_record(
         "argv": run.invocation.argv,
         "env": run.invocation.env_for_record(),
         "confinement": confinement_record(confinement),
-        "etalon": {"repo": scenario.etalon.repo, "tag": scenario.etalon.tag, "sha": sha},
+        "etalon": {"repo": scenario.etalon.repo, "tag": scenario.etalon_for(cell).tag, "sha": sha},
         "bricks": [
             {
                 "kind": brick.kind,
@@ -351,7 +352,7 @@ def perform_run(
     end_stale_twin(files.lock)
     set_aside_earlier_attempt(files)
     try:
-        sha = ensure_fresh_clone(scenario.etalon, clone, mirrors_dir.absolute())
+        sha = ensure_fresh_clone(scenario.etalon_for(cell), clone, mirrors_dir.absolute())
     except BaseException:  # a clone that failed, or was stopped, leaves no folder behind
         if own_folder is not None:
             shutil.rmtree(own_folder, ignore_errors=True)
@@ -396,7 +397,7 @@ def perform_run(
     try:
         store = RunFolder(files.folder).results.bricks
         spec = replace(spec, bricks=run_copies(spec.bricks, store, bricks_folder))
-        etalon = scenario.etalon
+        etalon = scenario.etalon_for(cell)
         state = work_root.absolute().parent
         setup = run_setup(
             etalon, clone, files.folder / "setup.log", state / "cache", files.lock, confinement,

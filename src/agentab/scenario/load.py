@@ -26,10 +26,10 @@ from agentab.scenario.rules import (
     check_offline_policies,
     check_values,
     pick_reference,
-    task_prompt,
     variants_as_lists,
 )
 from agentab.scenario.source import Collector, read_toml, schema_problems
+from agentab.scenario.tasks import aa_cell, check_deltas_leave_the_task, read_tasks, run_cells
 from agentab.scenario.types import AgentConfig, Etalon, Scenario, ValidatorSpec
 from agentab.scenario.validation import check_validators
 
@@ -110,13 +110,8 @@ def _load(path: Path, check_etalon: bool, check_bricks: bool, check_schema: bool
     check_matrix(data, sink)
     check_validators(data, sc_dir, sink, check_bricks)
 
-    prompt = task_prompt(data["task"], sc_dir, "task", sink, check_bricks)
-    if prompt is None and not ({"prompt", "prompt_file"} & set(data["task"])):
-        sink.add(
-            "task",
-            "the task has no prompt",
-            'add prompt = "..." or prompt_file = "task.md" to [task]',
-        )
+    prompt, tasks = read_tasks(data, sc_dir, sink, check_bricks)
+    check_deltas_leave_the_task(data, sink)
     raw_agent = data["agent"]
     base_agent = AgentConfig(
         harness=raw_agent["harness"],
@@ -143,6 +138,9 @@ def _load(path: Path, check_etalon: bool, check_bricks: bool, check_schema: bool
         check_harness_support(cells, sink)
         check_offline_policies(data, cells, sc_dir, sink)
     reference = pick_reference(data, cells, sink)
+    if data["protocol"].get("aa") and cells and not sink.problems:
+        copy = aa_cell(cells, reference, sink)
+        cells += [copy] if copy else []
     etalon = _etalon(data["etalon"], sc_dir)
     if check_etalon and not sink.problems:
         from agentab.etalon import etalon_problem  # late: keeps `synthesize` free of git
@@ -152,6 +150,10 @@ def _load(path: Path, check_etalon: bool, check_bricks: bool, check_schema: bool
             sink.add(
                 "etalon.tag" if "tag" in message.key else "etalon.repo", message.text, message.fix
             )
+        for task in tasks if not message else []:
+            found = task.tag and etalon_problem(etalon.location, task.tag)
+            if found:
+                sink.add(f"tasks.{task.name}.tag", found.text, found.fix)
     if sink.problems:
         raise ScenarioError(sink.problems)
     return Scenario(
@@ -171,6 +173,8 @@ def _load(path: Path, check_etalon: bool, check_bricks: bool, check_schema: bool
             for name, spec in data.get("validators", {}).items()
         },
         raw=data,
+        tasks=tasks,
+        run_cells=run_cells(cells, tasks),
     )
 
 

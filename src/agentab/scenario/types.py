@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agentab.errors import ScenarioError, problem
@@ -79,6 +79,9 @@ class Cell:
     agent: AgentConfig
     prompt: str
     bricks: list[Brick]
+    task: str = ""  # the task of a run cell (scenario.run_cells) of a scenario with [tasks.*]
+    tag: str = ""  # that task's own etalon tag, when it has one
+    is_aa: bool = False  # the A/A copy of the reference ([protocol] aa = true)
 
     def run_config(self) -> dict:
         """What decides this cell's agent runs: a change here, and only here, reruns them."""
@@ -94,6 +97,7 @@ class Cell:
             "slug": self.slug,
             "baseline": self.is_baseline,
             "variant": self.is_variant,
+            **({"aa": True} if self.is_aa else {}),
             "delta": self.delta,
             "settings": self.settings,
             "agent": self.agent.as_dict(),
@@ -114,14 +118,40 @@ class Scenario:
     cells: list[Cell]
     validators: dict[str, ValidatorSpec]
     raw: dict = field(repr=False)
+    tasks: list = field(default_factory=list)  # [tasks.<name>] (scenario.tasks.Task); [] for [task]
+    run_cells: list[Cell] = field(default_factory=list)  # a cell per cell × task (the cells)
 
     @property
     def dir(self) -> Path:
         return self.path.parent
 
     @property
+    def task_names(self) -> list[str]:
+        """Each task's name; [""] for a scenario with one [task]."""
+        return [task.name for task in self.tasks] or [""]
+
+    @property
     def run_count(self) -> int:
-        return len(self.cells) * self.repetitions
+        return len(self.run_cells) * self.repetitions
+
+    def run_cell(self, slug: str) -> Cell:
+        """The cell of a run folder's slug (`<cell slug>--<task>` with tasks)."""
+        for cell in self.run_cells:
+            if cell.slug == slug:
+                return cell
+        known = [cell.slug for cell in self.run_cells]
+        raise ScenarioError(
+            problem(
+                self.path,
+                "cells",
+                f"no cell (or cell and task) with the runs folder {slug!r}",
+                f"use one of: {', '.join(known)}",
+            )
+        )
+
+    def etalon_for(self, cell: Cell) -> Etalon:
+        """The etalon a run of this (run) cell clones: its task's own tag, if it has one."""
+        return replace(self.etalon, tag=cell.tag) if cell.tag else self.etalon
 
     def cell(self, name_or_slug: str) -> Cell:
         for cell in self.cells:
@@ -148,6 +178,7 @@ class Scenario:
             "reference": self.reference,
             "metrics": self.metrics,
             "cells": [cell.as_dict() for cell in self.cells],
+            **({"tasks": [task.as_dict() for task in self.tasks]} if self.tasks else {}),
             "runs": self.run_count,
             "validators": {name: spec.as_dict() for name, spec in self.validators.items()},
         }

@@ -105,5 +105,7 @@ def run_in_script(snakemake, cli_arguments: list[str]) -> None:
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", type=Path, required=True, help="the scenario TOML file")
-    parser.add_argument("--cell", required=True, help="the cell's slug")
+    parser.add_argument(
+        "--cell", required=True, help="the cell's slug (`<slug>--<task>` with tasks)"
+    )
     parser.add_argument("--rep", type=int, required=True, help="the repetition, from 1")

@@ -30,7 +30,7 @@ def act(args) -> int:
     scenario = load_scenario_for_step(args.scenario, check_bricks=False)
     measures = measure_run(
         scenario,
-        scenario.cell(args.cell),
+        scenario.run_cell(args.cell),
         args.rep,
         args.record,
         args.output,

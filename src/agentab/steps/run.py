@@ -82,7 +82,7 @@ def provider_endpoints(given: list[str]) -> dict[str, str]:
 def act(args) -> int:
     require_sandbox(args.confinement)
     scenario = load_scenario_for_step(args.scenario, check_bricks=True)
-    cell = scenario.cell(args.cell)
+    cell = scenario.run_cell(args.cell)
     record = perform_run(
         scenario,
         cell,

@@ -60,7 +60,7 @@ def act(args) -> int:
     settings = judge_settings_from_config(json.loads(args.settings), Path.cwd())
     output = validate_run(
         scenario,
-        scenario.cell(args.cell),
+        scenario.run_cell(args.cell),
         spec,
         files,
         work_root=args.work_root,

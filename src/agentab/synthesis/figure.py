@@ -34,7 +34,8 @@ EDGE_MARGIN = 0.04  # of the span of a panel's values
 
 def render_figure(result: SynthesisResult, svg: Path) -> None:
     """A forest plot of every gap with its interval, one panel per metric, established filled."""
-    Path(svg).write_text(figure_svg(result.gaps), encoding="utf-8")
+    pooled = [gap for gap in result.gaps if gap.pooled]  # the A/A copy's included, by its name
+    Path(svg).write_text(figure_svg(pooled), encoding="utf-8")
 
 
 def figure_svg(gaps: list[Gap]) -> str:

@@ -74,6 +74,7 @@ def build_measures(
         "cell": cell.name,
         "rep": rep,
         "run": run_id(cell.slug, rep),
+        **({"task": cell.task} if getattr(cell, "task", "") else {}),
         "status": "valid",
         "metrics": {},
         "extra": {},

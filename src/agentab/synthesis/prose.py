@@ -10,8 +10,10 @@ from collections import Counter, defaultdict
 
 from agentab.metrics import DIAGNOSTIC, RATE, Aggregate
 from agentab.synthesis import stats
+from agentab.synthesis.calibration import aa_warnings, calibration_summary
 from agentab.synthesis.environment import environment_warnings
 from agentab.synthesis.results import STATUSES, RunRecord
+from agentab.synthesis.strata import ALL
 from agentab.synthesis.verdicts import HOLM_LEVEL, PENDING_NOTE, CellValue, Gap, SynthesisResult
 
 
@@ -41,8 +43,10 @@ def describe_gap_figures(gap: Gap) -> str:
     return f"{_signed(gap.verdict.gap, gap.kind)} {interval}"
 
 
-def _p_value(p: float) -> str:
-    # With DRAWS draws the smallest non-zero p is 2 / DRAWS.
+def _p_value(p: float | None) -> str:
+    # With DRAWS draws the smallest non-zero p is 2 / DRAWS. None: outside the Holm family.
+    if p is None:
+        return "—"
     return f"< {2 / stats.DRAWS:g}" if p == 0 else f"{p:.3g}"
 
 
@@ -59,6 +63,13 @@ def _median(agg: Aggregate) -> str:
     return f"{_number(agg.value)} (IQR {_number(agg.low)}–{_number(agg.high)}, n = {agg.n})"
 
 
+def _pooled(agg: Aggregate) -> str:
+    """A cell's pooled value over several tasks: the mean of its tasks' statistics."""
+    if agg.kind == RATE:
+        return f"{100 * agg.value:.0f}% (mean over tasks; {agg.k}/{agg.n} runs)"
+    return f"{_number(agg.value)} (mean of the tasks' medians, n = {agg.n})"
+
+
 def describe_value(row: CellValue) -> str:
     agg = row.aggregate
     if agg.n == 0 and row.pending:
@@ -67,6 +78,10 @@ def describe_value(row: CellValue) -> str:
         text = f"per run only (n = {agg.n})"
     elif agg.n == 0:
         text = "no valid value"
+    elif agg.value is None:
+        text = f"no pooled value: a task has no valid value (n = {agg.n})"
+    elif not agg.dispersion:
+        text = _pooled(agg)
     elif agg.kind == RATE:
         text = _rate(agg)
     else:
@@ -76,6 +91,8 @@ def describe_value(row: CellValue) -> str:
 
 def describe_isolated(row: CellValue) -> str:
     agg = row.aggregate
+    if not agg.dispersion:
+        return describe_value(row)
     if agg.kind == RATE:
         return f"{_rate(agg)}, Wilson 95% interval {100 * agg.low:.0f}%–{100 * agg.high:.0f}%"
     return f"median {_median(agg)}"
@@ -87,7 +104,10 @@ def describe_gap_plainly(gap: Gap, values: dict) -> str:
         values[gap.cell, gap.metric].aggregate,
         values[gap.reference, gap.metric].aggregate,
     )
-    if gap.kind == RATE:
+    if not mine.dispersion:  # pooled over several tasks
+        compared = f"{_pooled(mine)} against {_pooled(theirs)}"
+        statistic = "rate" if gap.kind == RATE else "median"
+    elif gap.kind == RATE:
         compared = f"{mine.k}/{mine.n} runs against {theirs.k}/{theirs.n}"
         statistic = "rate"
     else:
@@ -110,6 +130,8 @@ def describe_gap_plainly(gap: Gap, values: dict) -> str:
 def describe_delta(cell) -> str:
     if cell.is_baseline:
         return "baseline"
+    if getattr(cell, "is_aa", False):
+        return "A/A: the reference once more, with its own seeds"
     return ", ".join(f"{dimension} = {value}" for dimension, value in cell.delta.items()) or "—"
 
 
@@ -179,7 +201,8 @@ def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
             undelivered[run.cell] += 1
         if receipt.get("fingerprint"):
             prints[run.cell].add(receipt["fingerprint"])
-    warnings = unconfined_warning(result) + environment_warnings(result, scenario)
+    warnings = aa_warnings(result, describe_gap_figures)
+    warnings += unconfined_warning(result) + environment_warnings(result, scenario)
     warnings += [
         f"`{cell.name}`: {undelivered[cell.name]} run{'s' * (undelivered[cell.name] != 1)} "
         "whose treatment did not reach the model (invalid: `treatment-not-delivered`)"
@@ -193,6 +216,9 @@ def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
         "its delta never arrived, whatever its settings say"
         for cell in scenario.cells
         if cell.name != scenario.reference
+        and not getattr(
+            cell, "is_aa", False
+        )  # identical to the reference is what the A/A copy is for
         and reference
         and prints.get(cell.name)
         and prints[cell.name] <= reference
@@ -216,7 +242,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
     counts = result.status_counts()
     status_by_cell = Counter((run.cell, run.status) for run in result.runs)
     missing_by_cell = Counter(missing.cell for missing in result.missing)
-    values = {(row.cell, row.metric): row for row in result.cell_values}
+    values = {(row.cell, row.metric): row for row in result.cell_values if row.task == ALL}
     isolated = [
         row for row in result.cell_values if row.note.startswith("isolated") and row.aggregate.n
     ]
@@ -229,7 +255,16 @@ def report_context(result: SynthesisResult, scenario) -> dict:
         "scenario": scenario,
         "stats": stats,
         "holm_level": HOLM_LEVEL,
-        "expected_runs": len(scenario.cells) * scenario.repetitions,
+        "expected_runs": len(scenario.run_cells) * scenario.repetitions,
+        "tasks": [task.name for task in scenario.tasks],
+        "task_values": {
+            (row.cell, row.metric, row.task): describe_value(row)
+            for row in result.cell_values
+            if row.task != ALL
+        },
+        "task_gaps": [gap_row(gap, result) for gap in result.task_gaps],
+        "calibration": [gap_row(gap, result) for gap in result.calibration],
+        "calibration_summary": calibration_summary(result.calibration),
         "counts": {status: counts.get(status, 0) for status in STATUSES},
         "matrix": [
             {
@@ -251,20 +286,9 @@ def report_context(result: SynthesisResult, scenario) -> dict:
             for metric in scenario.metrics
         ],
         "values": {key: describe_value(row) for key, row in values.items()},
-        "gaps": [
-            {
-                "gap": gap,
-                "value_cell": describe_value(values[gap.cell, gap.metric]),
-                "value_ref": describe_value(values[gap.reference, gap.metric]),
-                "difference": _signed(gap.verdict.gap, gap.kind),
-                "interval": _interval(gap.verdict.ci_low, gap.verdict.ci_high, gap.kind),
-                "p": _p_value(gap.verdict.p),
-                "p_holm": _p_value(gap.p_holm),
-            }
-            for gap in result.gaps
-        ],
+        "gaps": [gap_row(gap, result) for gap in result.family],
         "established": [describe_gap_plainly(gap, values) for gap in result.established],
-        "surviving_holm": sum(gap.survives_holm for gap in result.gaps),
+        "surviving_holm": sum(gap.survives_holm for gap in result.family),
         "isolated": [{"row": row, "text": describe_isolated(row)} for row in isolated],
         "invalid": group_reasons(result.runs, "invalid"),
         "failed": group_reasons(result.runs, "failed"),
@@ -284,6 +308,20 @@ def report_context(result: SynthesisResult, scenario) -> dict:
             "cost_usd": f"{usage['cost_usd']:.2f}",
             "priced_runs": usage["priced_runs"],
         },
+    }
+
+
+def gap_row(gap: Gap, result: SynthesisResult) -> dict:
+    """A gap as the tables of synthesis.md and of the report write it."""
+    values = {(row.cell, row.metric, row.task): row for row in result.cell_values}
+    return {
+        "gap": gap,
+        "value_cell": describe_value(values[gap.cell, gap.metric, gap.task]),
+        "value_ref": describe_value(values[gap.reference, gap.metric, gap.task]),
+        "difference": _signed(gap.verdict.gap, gap.kind),
+        "interval": _interval(gap.verdict.ci_low, gap.verdict.ci_high, gap.kind),
+        "p": _p_value(gap.verdict.p),
+        "p_holm": _p_value(gap.p_holm),
     }
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agentab.errors import AgentabError, problem
 from agentab.files import seal_holds
-from agentab.layout import ResultsFolder, RunFolder, run_id
+from agentab.layout import ResultsFolder, RunFolder, run_id, task_run_slug
 from agentab.synthesis.integrity import changed_problem, read_secret
 
 STATUSES = ("valid", "invalid", "failed")
@@ -39,6 +39,7 @@ class RunRecord:
     provenance: dict
     receipt: dict | None = None  # the summary of the run's receipt.json, when it has one
     builtin: dict | None = None  # the built-in run metrics (synthesis.builtin), when kept
+    task: str = ""  # its task, in a scenario with [tasks.*]
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class MissingRun:
     cell: str
     rep: int
     path: str  # the run folder, relative to the results folder
+    task: str = ""
 
 
 def load_frozen_scenario(results_dir: Path):
@@ -125,11 +127,13 @@ def _subfolders(folder: str, prefix: str = "") -> list[str]:
         return []
 
 
-def read_run(path: Path, results_dir: Path, cells_by_name: dict) -> RunRecord | BadFile:
+def read_run(
+    path: Path, results_dir: Path, cells_by_name: dict, tasks: tuple[str, ...] = ()
+) -> RunRecord | BadFile:
     """A checked RunRecord, or a BadFile saying what is wrong with it."""
     relative = Path(path).relative_to(results_dir).as_posix()
     try:
-        return _read_run(str(path), relative, cells_by_name)
+        return _read_run(str(path), relative, cells_by_name, tasks=tasks)
     except _NoFile:
         return BadFile(relative, "cannot be read: no such file")
 
@@ -139,7 +143,11 @@ class _NoFile(Exception):
 
 
 def _read_run(
-    path: str, relative: str, cells_by_name: dict, secret: str | None = None
+    path: str,
+    relative: str,
+    cells_by_name: dict,
+    secret: str | None = None,
+    tasks: tuple[str, ...] = (),
 ) -> RunRecord | BadFile:
     """`read_run`; raises _NoFile when there is no file at `path` at all. With the results
     folder's `secret`, a measures.json whose seal does not hold is read as an invalid run."""
@@ -155,15 +163,18 @@ def _read_run(
         return BadFile(relative, f"is not valid JSON: {error}")
     if not isinstance(data, dict):
         return BadFile(relative, "is not a JSON object")
-    problem_text = structure_problem(data, cells_by_name)
+    problem_text = structure_problem(data, cells_by_name, tasks)
     if problem_text:
         return BadFile(relative, problem_text)
     cell = cells_by_name[data["cell"]]
-    expected = _relative_run_folder(cell.slug, data["rep"])
+    task = data.get("task") or ""
+    expected = _relative_run_folder(task_run_slug(cell.slug, task), data["rep"])
     if relative.rpartition("/")[0] != expected:
+        of_task = f" task {task!r}" if task else ""
         return BadFile(
             relative,
-            f"is for cell {data['cell']!r} repetition {data['rep']}, which belongs in {expected}/",
+            f"is for cell {data['cell']!r}{of_task} repetition {data['rep']}, which belongs in "
+            f"{expected}/",
         )
     problems = [str(item) for item in data.get("problems") or []]
     status = data["status"]
@@ -172,7 +183,7 @@ def _read_run(
     return RunRecord(
         cell=data["cell"],
         rep=data["rep"],
-        run=str(data.get("run") or run_id(cell.slug, data["rep"])),
+        run=str(data.get("run") or run_id(task_run_slug(cell.slug, task), data["rep"])),
         status=status,
         metrics=data.get("metrics") or {},
         extra=data.get("extra") or {},
@@ -181,11 +192,13 @@ def _read_run(
         provenance=data.get("provenance") or {},
         receipt=data.get("receipt") if isinstance(data.get("receipt"), dict) else None,
         builtin=data.get("builtin") if isinstance(data.get("builtin"), dict) else None,
+        task=task,
     )
 
 
-def structure_problem(data: dict, cells_by_name: dict) -> str:
-    """What is wrong with the structure of a measures.json object; "" when nothing is."""
+def structure_problem(data: dict, cells_by_name: dict, tasks: tuple[str, ...] = ()) -> str:
+    """What is wrong with the structure of a measures.json object; "" when nothing is. With
+    the scenario's `tasks`, its task must be one of them (and a scenario without has none)."""
     cell, rep, status = data.get("cell"), data.get("rep"), data.get("status")
     if not isinstance(cell, str):
         return "has no 'cell' name"
@@ -196,6 +209,9 @@ def structure_problem(data: dict, cells_by_name: dict) -> str:
         return "has no 'rep' (an integer >= 1)"
     if status not in STATUSES:
         return f"has status {status!r}; expected one of {', '.join(STATUSES)}"
+    task = data.get("task") or ""
+    if tasks and task not in tasks:
+        return f"names task {task!r}; the frozen scenario has tasks {', '.join(tasks)}"
     for key, kind in (("metrics", dict), ("extra", dict), ("pending", list), ("problems", list)):
         if key in data and data[key] is not None and not isinstance(data[key], kind):
             return f"has a '{key}' that is not a JSON {'object' if kind is dict else 'array'}"
@@ -213,6 +229,8 @@ def read_all_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[Ba
     """The checked runs, the bad files, and every run folder that holds a measures.json."""
     cells_by_name = {cell.name: cell for cell in scenario.cells}
     order = {cell.name: index for index, cell in enumerate(scenario.cells)}
+    tasks = tuple(task.name for task in scenario.tasks)
+    task_order = {name: index for index, name in enumerate(tasks)}
     folder = ResultsFolder(Path(results_dir))
     root = str(folder.runs_root)
     secret = read_secret(folder.path)
@@ -225,24 +243,25 @@ def read_all_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[Ba
                 f"{relative}/{MEASURES_FILE}",
                 cells_by_name,
                 secret,
+                tasks,
             )
         except _NoFile:
             continue
         present.add(relative)
         (bad if isinstance(record, BadFile) else runs).append(record)
-    runs.sort(key=lambda run: (order[run.cell], run.rep))
+    runs.sort(key=lambda run: (order[run.cell], task_order.get(run.task, 0), run.rep))
     return runs, bad, present
 
 
 def missing_runs(results_dir: Path, scenario, present: set[str] | None = None) -> list[MissingRun]:
-    """Expected runs (every cell x repetitions 1..N) with no measures.json at all.
+    """Expected runs (every cell x task x repetitions 1..N) with no measures.json at all.
 
     `present` is the set of run folders (`runs/<slug>/r<NN>`) known to hold one, when the caller
     has just listed them; otherwise the file system is asked run by run.
     """
     folder = ResultsFolder(Path(results_dir))
     missing = []
-    for cell in scenario.cells:
+    for cell in scenario.run_cells:
         for rep in range(1, scenario.repetitions + 1):
             relative = _relative_run_folder(cell.slug, rep)
             if present is not None:
@@ -250,5 +269,5 @@ def missing_runs(results_dir: Path, scenario, present: set[str] | None = None) -
             else:
                 found = folder.run(cell.slug, rep).measures.exists()
             if not found:
-                missing.append(MissingRun(cell.name, rep, relative))
+                missing.append(MissingRun(cell.name, rep, relative, cell.task))
     return missing

@@ -15,11 +15,11 @@ from agentab.synthesis.results import RunRecord
 from agentab.synthesis.verdicts import CellValue, Gap, SynthesisResult
 
 CELLS_COLUMNS = [
-    "cell", "metric", "type", "n", "k", "value",
+    "cell", "task", "metric", "type", "n", "k", "value",
     "dispersion", "dispersion_low", "dispersion_high", "pending", "note",
 ]  # fmt: skip
 GAPS_COLUMNS = [
-    "cell", "reference", "metric", "n_cell", "n_ref", "value_cell", "value_ref",
+    "cell", "task", "reference", "metric", "n_cell", "n_ref", "value_cell", "value_ref",
     "gap", "ci_low", "ci_high", "p", "p_holm", "verdict",
 ]  # fmt: skip
 MEASURES_COLUMNS = ["cell", "rep", "run", "status", "metric", "role", "value", "pending"]
@@ -63,6 +63,7 @@ def cells_rows(cell_values: list[CellValue]) -> list[list]:
         rows.append(
             [
                 row.cell,
+                row.task,
                 row.metric,
                 agg.kind,
                 agg.n,
@@ -79,9 +80,12 @@ def cells_rows(cell_values: list[CellValue]) -> list[list]:
 
 
 def gaps_rows(gaps: list[Gap]) -> list[list]:
+    # A per-task gap is descriptive: its interval, no p and no verdict. An A/A gap has its
+    # verdict and p, and no Holm p: it is outside the family.
     return [
         [
             gap.cell,
+            gap.task,
             gap.reference,
             gap.metric,
             gap.n_cell,
@@ -91,9 +95,9 @@ def gaps_rows(gaps: list[Gap]) -> list[list]:
             gap.verdict.gap,
             gap.verdict.ci_low,
             gap.verdict.ci_high,
-            gap.verdict.p,
+            gap.verdict.p if gap.pooled else None,
             gap.p_holm,
-            gap.verdict.verdict,
+            gap.verdict.verdict if gap.pooled else None,
         ]
         for gap in gaps
     ]

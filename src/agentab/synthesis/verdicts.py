@@ -21,6 +21,12 @@ import numpy as np
 from agentab.metrics import DIAGNOSTIC, MEDIAN, RATE, Aggregate, MetricType, aggregate, metric_type
 from agentab.synthesis import stats
 from agentab.synthesis.results import BadFile, MissingRun, RunRecord
+from agentab.synthesis.strata import (
+    ALL,
+    pooled_aggregate,
+    pooled_draws,
+    resample_group,
+)
 
 HOLM_LEVEL = 0.05
 # Threads that resample groups; numpy draws without holding the interpreter lock.
@@ -36,6 +42,7 @@ class CellValue:
     aggregate: Aggregate
     pending: int
     note: str = ""
+    task: str = ALL  # a task's name on a per-task row of a scenario with several tasks
 
 
 @dataclass(frozen=True)
@@ -49,12 +56,23 @@ class Gap:
     value_cell: float
     value_ref: float
     verdict: stats.GapVerdict
-    p_holm: float
+    p_holm: float | None  # None outside the Holm family: an A/A gap, a per-task gap
     note: str = ""  # why an interval that excludes 0 is still not an established gap
+    task: str = ALL  # a task's name: a per-task gap, descriptive (no verdict)
+    calibration: bool = False  # the A/A copy of the reference against the reference
+
+    @property
+    def pooled(self) -> bool:
+        return self.task == ALL
+
+    @property
+    def in_family(self) -> bool:
+        """Pooled and not A/A: the gaps that carry verdicts and that Holm adjusts over."""
+        return self.pooled and not self.calibration
 
     @property
     def survives_holm(self) -> bool:
-        return self.verdict.is_established and self.p_holm < HOLM_LEVEL
+        return self.verdict.is_established and self.p_holm is not None and self.p_holm < HOLM_LEVEL
 
     @property
     def short_of_runs(self) -> bool:
@@ -86,8 +104,23 @@ class SynthesisResult:
     bad_files: list[BadFile] = field(default_factory=list)
 
     @property
+    def family(self) -> list[Gap]:
+        """The gaps that carry verdicts and form the Holm family (pooled, not A/A)."""
+        return [gap for gap in self.gaps if gap.in_family]
+
+    @property
+    def calibration(self) -> list[Gap]:
+        """The A/A copy's pooled gaps against the reference: outside the family."""
+        return [gap for gap in self.gaps if gap.calibration and gap.pooled]
+
+    @property
+    def task_gaps(self) -> list[Gap]:
+        """Per-task gaps of a scenario with several tasks: descriptive intervals only."""
+        return [gap for gap in self.gaps if not gap.pooled]
+
+    @property
     def established(self) -> list[Gap]:
-        return [gap for gap in self.gaps if gap.verdict.is_established]
+        return [gap for gap in self.family if gap.verdict.is_established]
 
     def status_counts(self) -> Counter:
         return Counter(run.status for run in self.runs)
@@ -95,17 +128,20 @@ class SynthesisResult:
 
 @dataclass(frozen=True)
 class ScoredValues:
-    """Each cell's values of each contract metric over its valid runs, gathered in one pass.
+    """Each cell's values of each contract metric over its valid runs, gathered in one pass,
+    pooled over tasks (`get`) and per task (`of_task`).
 
     A metric pending a human form has no value yet: it is counted apart, and the run stays valid.
     """
 
     values: dict[tuple[str, str], list]
     pending: Counter
+    by_task: dict[tuple[str, str, str], list] = field(default_factory=dict)
 
     @classmethod
     def of(cls, runs: list[RunRecord], metrics: list[str]) -> ScoredValues:
         values: dict[tuple[str, str], list] = defaultdict(list)
+        by_task: dict[tuple[str, str, str], list] = defaultdict(list)
         pending: Counter = Counter()
         for run in runs:
             if run.status != "valid":
@@ -115,10 +151,14 @@ class ScoredValues:
                     pending[run.cell, metric] += 1
                 elif metric in run.metrics:
                     values[run.cell, metric].append(run.metrics[metric])
-        return cls(dict(values), pending)
+                    by_task[run.cell, metric, run.task].append(run.metrics[metric])
+        return cls(dict(values), pending, dict(by_task))
 
     def get(self, cell: str, metric: str) -> list:
         return self.values.get((cell, metric), [])
+
+    def of_task(self, cell: str, metric: str, task: str) -> list:
+        return self.by_task.get((cell, metric, task), [])
 
 
 def decide_metric_types(scored: ScoredValues, scenario) -> dict[str, MetricType]:
@@ -134,8 +174,17 @@ def decide_metric_types(scored: ScoredValues, scenario) -> dict[str, MetricType]
     return types
 
 
+def _strata(scenario) -> list[str]:
+    """The tasks a cell's statistic is pooled over; [""] for a scenario with one task."""
+    names = [task.name for task in getattr(scenario, "tasks", [])]
+    return names if len(names) > 1 else [names[0] if names else ""]
+
+
 def compute_cell_values(scored: ScoredValues, scenario, types) -> list[CellValue]:
+    """A pooled row (task `all`) per cell and metric; with several tasks, a row per task after
+    it, descriptive: a cell's statistic is the equal-weight mean of its tasks' (`strata`)."""
     single_cell = len(scenario.cells) == 1
+    strata = _strata(scenario)
     rows = []
     for cell in scenario.cells:
         for metric in scenario.metrics:
@@ -143,15 +192,26 @@ def compute_cell_values(scored: ScoredValues, scenario, types) -> list[CellValue
             note = types[metric].note
             if kind != DIAGNOSTIC and (single_cell or not scored.get(scenario.reference, metric)):
                 note = "isolated measurement: no verdict"
-            rows.append(
-                CellValue(
-                    cell=cell.name,
-                    metric=metric,
-                    aggregate=aggregate(kind, scored.get(cell.name, metric)),
-                    pending=scored.pending[cell.name, metric],
-                    note=note,
-                )
-            )
+            pending = scored.pending[cell.name, metric]
+            if len(strata) == 1 or kind == DIAGNOSTIC:
+                value = aggregate(kind, scored.get(cell.name, metric))
+            else:
+                per_task = [scored.of_task(cell.name, metric, task) for task in strata]
+                value, pooled_note = pooled_aggregate(kind, per_task)
+                note = "; ".join(text for text in (note, pooled_note) if text)
+            rows.append(CellValue(cell.name, metric, value, pending, note))
+            if len(strata) > 1 and kind != DIAGNOSTIC:
+                rows += [
+                    CellValue(
+                        cell.name,
+                        metric,
+                        aggregate(kind, scored.of_task(cell.name, metric, task)),
+                        0,
+                        "per task: descriptive",
+                        task=task,
+                    )
+                    for task in strata
+                ]
     return rows
 
 
@@ -162,76 +222,94 @@ def compute_gaps(
     cell_values: list[CellValue],
     meanwhile: Callable[[], object] | None = None,
 ) -> list[Gap]:
-    """Every gap against the reference, with its verdict, Holm-adjusted over the whole table.
+    """Every gap against the reference: the pooled gaps, with their verdicts, Holm-adjusted over
+    the family (pooled gaps of the cells, the A/A copy left out), then, with several tasks, the
+    per-task gaps (descriptive intervals, no verdict).
 
-    Each group (a cell's values of a metric) is resampled once, on worker threads: numpy
-    releases the interpreter lock while it draws, and each group has its own random
-    stream (`stats.generator_for`), so neither the threads nor their order change any draw.
+    Each group (a cell's values of a metric in one task) is resampled once, on worker threads:
+    numpy releases the interpreter lock while it draws, and each group has its own random
+    stream (`strata.stratum_key`), so neither the threads nor their order change any draw.
     `meanwhile`, if given, runs on the calling thread while the groups are being resampled.
     """
     if len(scenario.cells) < 2:
         if meanwhile is not None:
             meanwhile()
         return []
-    by_key = {(row.cell, row.metric): row.aggregate for row in cell_values}
-    judged = []
+    strata = _strata(scenario)
+    reference = scenario.reference
+    by_key = {(row.cell, row.metric, row.task): row.aggregate for row in cell_values}
+    aa = {cell.name for cell in scenario.cells if getattr(cell, "is_aa", False)}
+    judged = []  # (cell, metric, task, mine, theirs); task ALL for a pooled gap
     for cell in scenario.cells:
-        if cell.name == scenario.reference:
+        if cell.name == reference:
             continue
         for metric in scenario.metrics:
             if types[metric].kind not in (RATE, MEDIAN):
                 continue
-            mine, theirs = by_key[cell.name, metric], by_key[scenario.reference, metric]
-            if mine.n == 0 or theirs.n == 0:
-                continue
-            judged.append((cell.name, metric, mine, theirs))
+            mine, theirs = by_key[cell.name, metric, ALL], by_key[reference, metric, ALL]
+            if mine.value is not None and theirs.value is not None and mine.n and theirs.n:
+                judged.append((cell.name, metric, ALL, mine, theirs))
+            for task in strata if len(strata) > 1 else []:
+                mine_t, theirs_t = by_key[cell.name, metric, task], by_key[reference, metric, task]
+                if mine_t.n and theirs_t.n:
+                    judged.append((cell.name, metric, task, mine_t, theirs_t))
     groups = list(
         dict.fromkeys(
-            group
-            for cell, metric, _, _ in judged
-            for group in ((scenario.reference, metric), (cell, metric))
+            (who, metric, task)
+            for cell, metric, _, _, _ in judged
+            for who in (reference, cell)
+            for task in strata
+            if scored.of_task(who, metric, task) or len(strata) == 1
         )
     )
 
-    def resample(group: tuple[str, str]) -> np.ndarray:
-        cell, metric = group
-        rng = stats.generator_for(stats.group_key(metric, cell))
-        return stats.resample_statistic(types[metric].kind, scored.get(cell, metric), rng)
+    def resample(group: tuple[str, str, str]) -> np.ndarray:
+        cell, metric, task = group
+        values = scored.of_task(cell, metric, task) if len(strata) > 1 else scored.get(cell, metric)
+        return resample_group(types[metric].kind, values, metric, cell, task)
 
     gap_draws = np.empty((len(judged), stats.DRAWS))
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         futures = {group: pool.submit(resample, group) for group in groups}
         if meanwhile is not None:
             meanwhile()
-        for row, (cell, metric, _, _) in enumerate(judged):
+
+        def draws(cell: str, metric: str, task: str) -> np.ndarray:
+            tasks = strata if task == ALL else [task]
+            return pooled_draws([futures[cell, metric, t].result() for t in tasks])
+
+        for row, (cell, metric, task, _, _) in enumerate(judged):
             np.subtract(
-                futures[cell, metric].result(),
-                futures[scenario.reference, metric].result(),
-                out=gap_draws[row],
+                draws(cell, metric, task), draws(reference, metric, task), out=gap_draws[row]
             )
+    # A pooled value is the equal-weight mean of the tasks' statistics (`strata`): their gap.
     verdicts = stats.verdicts_from_draws(
-        [mine.value - theirs.value for _, _, mine, theirs in judged], gap_draws
+        [mine.value - theirs.value for _, _, _, mine, theirs in judged], gap_draws
     )
-    adjusted = stats.holm([verdict.p for verdict in verdicts])
-    return [
-        too_few_runs(
-            Gap(
-                cell=cell,
-                reference=scenario.reference,
-                metric=metric,
-                kind=types[metric].kind,
-                n_cell=mine.n,
-                n_ref=theirs.n,
-                value_cell=mine.value,
-                value_ref=theirs.value,
-                verdict=verdict,
-                p_holm=p_holm,
-            )
+    family = [i for i, item in enumerate(judged) if item[2] == ALL and item[0] not in aa]
+    adjusted = dict(zip(family, stats.holm([verdicts[i].p for i in family]), strict=True))
+    gaps = [
+        Gap(
+            cell=cell,
+            reference=reference,
+            metric=metric,
+            kind=types[metric].kind,
+            n_cell=mine.n,
+            n_ref=theirs.n,
+            value_cell=mine.value,
+            value_ref=theirs.value,
+            verdict=verdict,
+            p_holm=adjusted.get(index),
+            task=task,
+            calibration=cell in aa,
         )
-        for (cell, metric, mine, theirs), verdict, p_holm in zip(
-            judged, verdicts, adjusted, strict=True
+        for index, ((cell, metric, task, mine, theirs), verdict) in enumerate(
+            zip(judged, verdicts, strict=True)
         )
     ]
+    # The pooled gaps first (the family, then the A/A copy's), the per-task gaps after.
+    gaps.sort(key=lambda gap: (not gap.pooled, gap.calibration))
+    return [too_few_runs(gap) if gap.pooled else gap for gap in gaps]
 
 
 def too_few_runs(gap: Gap) -> Gap:

@@ -64,7 +64,7 @@ def scenario_run_ids(results_dir: Path, scenario: Any) -> list[str]:
     """Every run folder of the scenario's cells that exists, as ``"SLUG/rNN"``."""
     folder = ResultsFolder(Path(results_dir))
     runs = []
-    for cell in scenario.cells:
+    for cell in getattr(scenario, "run_cells", None) or scenario.cells:
         cell_dir = folder.cell_folder(cell.slug)
         if not cell_dir.is_dir():
             continue
@@ -219,7 +219,7 @@ def run_material(results: ResultsFolder, scenario: Any, run: str) -> dict:
     # The task as the agent received it: the first message of its transcript. (The frozen
     # scenario names a prompt_file it does not carry along.)
     task = first_user_message(source.transcript) or next(
-        (cell.prompt for cell in scenario.cells if cell.slug == slug), ""
+        (cell.prompt for cell in scenario.run_cells if cell.slug == slug), ""
     )
     patch = source.patch.read_bytes() if source.patch.exists() else b""
     return {

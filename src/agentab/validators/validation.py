@@ -57,7 +57,7 @@ def validate_run(
         return output
     context = build_context(record, files.patch.read_bytes(), cell.prompt, secret)
     scratch = work_root.absolute() / secrets.token_hex(10)
-    location, tag = scenario.etalon.location, scenario.etalon.tag
+    location, tag = scenario.etalon.location, scenario.etalon_for(cell).tag
 
     def set_up(checkout: Path) -> None:
         # On the etalon as tagged, before the run's patch: nothing the agent wrote ever runs

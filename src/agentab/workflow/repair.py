@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentab.files import seal_holds
-from agentab.layout import ResultsFolder, RunFolder
+from agentab.layout import ResultsFolder, RunFolder, split_run_slug
 from agentab.synthesis.integrity import CHANGED_PREFIX, read_secret
 from agentab.synthesis.results import structure_problem
 from agentab.workflow.storage import refuse_unwritable_folders, stop_on_storage_error
@@ -109,14 +109,21 @@ def validator_output_problem(data: object) -> str | None:
     return None
 
 
-def measures_problem(data: object, cell: str, rep: int, cells_by_name: dict) -> str | None:
-    """The synthesis's own check of a measures.json, and that it is this run's."""
+def measures_problem(
+    data: object, cell: str, rep: int, cells_by_name: dict, task: str = ""
+) -> str | None:
+    """The synthesis's own check of a measures.json, and that it is this run's (its task too,
+    in a scenario with tasks)."""
     if not isinstance(data, dict):
         return "is not a measures.json (not a JSON object)"
     if found := structure_problem(data, cells_by_name):
         return found
-    if data.get("cell") != cell or data.get("rep") != rep:
-        return f"belongs to another run ({data.get('cell')!r}, repetition {data.get('rep')!r})"
+    if data.get("cell") != cell or data.get("rep") != rep or data.get("task", "") != task:
+        task_text = f", task {data.get('task')!r}" if data.get("task") else ""
+        return (
+            f"belongs to another run ({data.get('cell')!r}{task_text}, repetition "
+            f"{data.get('rep')!r})"
+        )
     if not isinstance(data.get("metrics"), dict):
         return "has no metrics object"
     return None
@@ -232,7 +239,10 @@ def check_run(
             why = f"was built from validators/{output.name}, which is gone: {REDONE}"
             remove(orphans, why, orphans[0])
     if why := problem_of(
-        run.measures, lambda data: measures_problem(data, cell, rep, cells_by_name)
+        run.measures,
+        lambda data: measures_problem(
+            data, cell, rep, cells_by_name, split_run_slug(run.path.parent.name)[1]
+        ),
     ):
         remove([run.measures], why, run.measures)
     return removed
@@ -281,7 +291,7 @@ def repair_workflow(workflow, dry: bool = False) -> list[str]:
     for name, scenario in workflow.scenarios.items():
         runs = [
             (cell.name, cell.slug, rep)
-            for cell in scenario.cells
+            for cell in scenario.run_cells
             for rep in range(1, scenario.repetitions + 1)
         ]
         repair = repair_scenario(

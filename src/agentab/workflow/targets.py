@@ -36,6 +36,8 @@ SYNTHESIS_CODE = (
     "synthesis/prose.py",
     "synthesis/synthesize.py",
     "synthesis/stats.py",
+    "synthesis/strata.py",
+    "synthesis/calibration.py",
     "metrics.py",
     "templates/synthesis.md.j2",
 )
@@ -90,7 +92,7 @@ class Workflow:
         sc = self.scenarios[scenario]
         return [
             (cell.slug, rep_folder(rep))
-            for cell in sc.cells
+            for cell in sc.run_cells
             for rep in range(1, sc.repetitions + 1)
         ]
 
@@ -139,9 +141,9 @@ class Workflow:
     @cached_property
     def _run_params(self) -> dict[tuple[str, str], str]:
         return {
-            (name, c.slug): as_param({"etalon": sc.etalon.as_param(), **c.run_config()})
+            (name, c.slug): as_param({"etalon": sc.etalon_for(c).as_param(), **c.run_config()})
             for name, sc in self.scenarios.items()
-            for c in sc.cells
+            for c in sc.run_cells
         }
 
     @cached_property
@@ -153,7 +155,7 @@ class Workflow:
                 _minutes_with_margin(c.agent.timeout_s + setup_time_s(sc.etalon)),
             )
             for name, sc in self.scenarios.items()
-            for c in sc.cells
+            for c in sc.run_cells
         }
 
     def timeout_minutes(self, scenario: str, cell: str) -> int:
