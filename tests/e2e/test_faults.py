@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -354,3 +355,81 @@ def test_redo_refuses_while_the_workflow_runs_and_deletes_nothing(
         in redo.stderr
     )
     assert "Traceback" not in redo.stderr
+
+
+@pytest.mark.parametrize(
+    ("signum", "whole_group"),
+    [(signal.SIGTERM, False), (signal.SIGINT, True)],
+    ids=["sigterm", "ctrl-c"],
+)
+def test_a_stop_signal_during_the_synthesis_ends_it_cleanly_and_the_next_invocation_redoes_it(
+    tmp_path: Path, pi_installation, signum: int, whole_group: bool
+) -> None:
+    project = make_project(tmp_path / "stopped", pi_installation.root.parents[1], repetitions=1)
+    results = project / "results" / "demo"
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, output=output)
+        # The synthesis is a `script:` rule (a Python process of Snakemake's making). Held at
+        # its start, it is given a results folder whose secret is a FIFO: it then waits in
+        # agentab's code, reading the secret, for as long as the test needs.
+        script = held_at_start(project, b".synthesize.py", process)
+        assert script, output.read_text()[-3000:]
+        with secret_on_a_fifo(results) as reader_waits:
+            os.kill(script, signal.SIGCONT)
+            assert wait_until(reader_waits, 60), output.read_text()[-3000:]
+            os.killpg(process.pid, signum) if whole_group else process.send_signal(signum)
+            process.wait(timeout=PROMPT_STOP_S)
+        assert not processes_in(project), "a process of the project outlived snakemake"
+    text = output.read_text()
+    assert process.returncode != 0, text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+    name = signal.Signals(signum).name
+    assert f"agentab: stopped by {name}; `agentab synthesize` did not finish" in text, text[-3000:]
+    assert not (results / "synthesis.md").exists(), "a synthesis that did not finish was kept"
+    again = snakemake(project)
+    text = again.stdout + again.stderr
+    assert again.returncode == 0, text[-3000:]
+    assert "Traceback" not in text
+    counts = job_counts(text)
+    assert "run_agent" not in counts and "measure_run" not in counts, counts
+    assert counts.get("synthesize") == 1 and counts.get("report") == 1, counts
+    assert "4/4 runs" in (results / "synthesis.md").read_text() or counts
+    assert (results / "report" / "index.html").exists()
+
+
+def held_at_start(project: Path, needle: bytes, snakemake_process, seconds: float = 180):
+    """The pid of the project's process whose command line holds `needle`, stopped (SIGSTOP)
+    the moment it appears; None if it never does while Snakemake runs."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and snakemake_process.poll() is None:
+        for pid in processes_running(project, needle):
+            os.kill(pid, signal.SIGSTOP)
+            return pid
+        time.sleep(0.01)
+    return None
+
+
+@contextlib.contextmanager
+def secret_on_a_fifo(results: Path):
+    """The results folder's `.secret` swapped for a FIFO, and put back after. Yields a check:
+    whether a reader has opened the FIFO, which then waits in its read until the block ends."""
+    secret = results / ".secret"
+    text = secret.read_text()
+    secret.unlink()
+    os.mkfifo(secret)
+    writer: list[int] = []
+
+    def reader_waits() -> bool:
+        if not writer:
+            with contextlib.suppress(OSError):  # ENXIO: no reader yet
+                writer.append(os.open(secret, os.O_WRONLY | os.O_NONBLOCK))
+        return bool(writer)
+
+    try:
+        yield reader_waits
+    finally:
+        for fd in writer:
+            os.close(fd)
+        secret.unlink()
+        secret.write_text(text)
