@@ -398,12 +398,19 @@ def test_a_stop_signal_during_the_synthesis_ends_it_cleanly_and_the_next_invocat
     assert (results / "report" / "index.html").exists()
 
 
-def held_at_start(project: Path, needle: bytes, snakemake_process, seconds: float = 180):
-    """The pid of the project's process whose command line holds `needle`, stopped (SIGSTOP)
-    the moment it appears; None if it never does while Snakemake runs."""
+def held_at_start(
+    project: Path, needle: bytes, snakemake_process, seconds: float = 180, first_word: bytes = b""
+):
+    """The pid of the project's process whose command line holds `needle` (and whose program's
+    name starts with `first_word`), stopped (SIGSTOP) the moment it appears; None if it never
+    does while Snakemake runs."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and snakemake_process.poll() is None:
         for pid in processes_running(project, needle):
+            if not Path(command_line(pid).split(b" ")[0].decode()).name.startswith(
+                first_word.decode()
+            ):
+                continue
             os.kill(pid, signal.SIGSTOP)
             return pid
         time.sleep(0.01)
@@ -433,3 +440,34 @@ def secret_on_a_fifo(results: Path):
             os.close(fd)
         secret.unlink()
         secret.write_text(text)
+
+
+def test_a_run_step_killed_before_it_takes_its_lock_is_redone_and_leaves_nothing(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "killed", pi_installation.root.parents[1], repetitions=1)
+    policy = project / "demo" / "quick.toml"
+    policy.write_text(SLEEPS_ONCE.replace("sleep 600", "true"))
+    set_agent(project, model="quick.toml", timeout=AGENT_TIMEOUT)
+    run = project / RUNS / "nothing-off" / "r01"
+    target = str(RUNS / "nothing-off" / "r01" / "run.json")
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, target, output=output)
+        # The step's own process (`python -m agentab.steps.run`), not the shell that starts it.
+        step = held_at_start(project, b" -m agentab.steps.run ", process, first_word=b"python")
+        assert step, output.read_text()[-3000:]
+        # Held at its start: before it loads anything, and so before it takes its lock.
+        assert not (run / "agent.lock").exists()
+        os.kill(step, signal.SIGKILL)
+        process.wait(timeout=60)
+        assert snakemake(project, "--unlock").returncode == 0
+        assert not processes_in(project), "a process of the project outlived snakemake"
+        again = snakemake(project, target)
+    text = again.stdout + again.stderr
+    assert again.returncode == 0, text[-3000:]
+    assert "Traceback" not in output.read_text() + text
+    assert job_counts(text).get("run_agent") == 1, text[-3000:]
+    assert json.loads((run / "run.json").read_text())["outcome"]["status"] == "completed"
+    assert not (run / "agent.lock").exists()
+    assert not list((project / ".agentab" / "work").iterdir()), "a clone was left behind"
