@@ -471,3 +471,37 @@ def test_a_run_step_killed_before_it_takes_its_lock_is_redone_and_leaves_nothing
     assert json.loads((run / "run.json").read_text())["outcome"]["status"] == "completed"
     assert not (run / "agent.lock").exists()
     assert not list((project / ".agentab" / "work").iterdir()), "a clone was left behind"
+
+
+def test_a_rerun_after_a_brick_edit_stopped_midway_is_redone_by_the_next_invocation(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "edited", pi_installation.root.parents[1], repetitions=1)
+    first = snakemake(project)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    untouched = {run: run.stat().st_mtime for run in (project / RUNS).glob("nothing-*/r01/*.json")}
+    brick = project / "demo" / "bricks" / "run-tests.md"
+    brick.write_text(brick.read_text() + "\nRun them before you answer.\n")  # the rule cells' runs
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, output=output)
+        # Both runs of the brick's cells in flight (--cores 2): each holds its lock.
+        assert wait_until(lambda: len(agent_locks(project)) == 2, 120), output.read_text()
+        assert sorted(run_of(lock) for lock in agent_locks(project)) == [
+            "rule-high/r01",
+            "rule-off/r01",
+        ]
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=PROMPT_STOP_S)
+    assert process.returncode != 0
+    assert "Traceback" not in output.read_text()
+    assert not list((project / RUNS).glob("rule-*/r01/run.json"))
+    again = snakemake(project)
+    text = again.stdout + again.stderr
+    assert again.returncode == 0, text[-3000:]
+    assert "Traceback" not in text
+    counts = job_counts(text)
+    assert counts.get("run_agent") == 2 and counts.get("measure_run") == 2, counts
+    for run in (project / RUNS).glob("rule-*/r01"):
+        assert (run / "measures.json").stat().st_mtime > brick.stat().st_mtime
+    assert {run: run.stat().st_mtime for run in untouched} == untouched  # never rerun
