@@ -16,7 +16,9 @@ from agentab.errors import AgentabError, storage_error
 COMMANDS = ("check", "synthesize", "plan", "form", "report", "runs", "redo", "sandbox")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command, or with `only` one of its subcommands: a command imports what it
+    needs and nothing of the others (the synthesis paid for the report's imports)."""
     parser = argparse.ArgumentParser(
         prog="agentab",
         description=(
@@ -26,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    for name in (only,) if only in COMMANDS else COMMANDS:
         if importlib.util.find_spec(f"agentab.commands.{name}") is None:
             continue  # a partial install (a command being built) still serves the others
         importlib.import_module(f"agentab.commands.{name}").register(subparsers)
@@ -34,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(only=argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -354,3 +355,153 @@ def test_redo_refuses_while_the_workflow_runs_and_deletes_nothing(
         in redo.stderr
     )
     assert "Traceback" not in redo.stderr
+
+
+@pytest.mark.parametrize(
+    ("signum", "whole_group"),
+    [(signal.SIGTERM, False), (signal.SIGINT, True)],
+    ids=["sigterm", "ctrl-c"],
+)
+def test_a_stop_signal_during_the_synthesis_ends_it_cleanly_and_the_next_invocation_redoes_it(
+    tmp_path: Path, pi_installation, signum: int, whole_group: bool
+) -> None:
+    project = make_project(tmp_path / "stopped", pi_installation.root.parents[1], repetitions=1)
+    results = project / "results" / "demo"
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, output=output)
+        # The synthesis is a `script:` rule (a Python process of Snakemake's making). Held at
+        # its start, it is given a results folder whose secret is a FIFO: it then waits in
+        # agentab's code, reading the secret, for as long as the test needs.
+        script = held_at_start(project, b".synthesize.py", process)
+        assert script, output.read_text()[-3000:]
+        with secret_on_a_fifo(results) as reader_waits:
+            os.kill(script, signal.SIGCONT)
+            assert wait_until(reader_waits, 60), output.read_text()[-3000:]
+            os.killpg(process.pid, signum) if whole_group else process.send_signal(signum)
+            process.wait(timeout=PROMPT_STOP_S)
+        assert not processes_in(project), "a process of the project outlived snakemake"
+    text = output.read_text()
+    assert process.returncode != 0, text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+    name = signal.Signals(signum).name
+    assert f"agentab: stopped by {name}; `agentab synthesize` did not finish" in text, text[-3000:]
+    assert not (results / "synthesis.md").exists(), "a synthesis that did not finish was kept"
+    again = snakemake(project)
+    text = again.stdout + again.stderr
+    assert again.returncode == 0, text[-3000:]
+    assert "Traceback" not in text
+    counts = job_counts(text)
+    assert "run_agent" not in counts and "measure_run" not in counts, counts
+    assert counts.get("synthesize") == 1 and counts.get("report") == 1, counts
+    assert "4/4 runs" in (results / "synthesis.md").read_text() or counts
+    assert (results / "report" / "index.html").exists()
+
+
+def held_at_start(
+    project: Path, needle: bytes, snakemake_process, seconds: float = 180, first_word: bytes = b""
+):
+    """The pid of the project's process whose command line holds `needle` (and whose program's
+    name starts with `first_word`), stopped (SIGSTOP) the moment it appears; None if it never
+    does while Snakemake runs."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and snakemake_process.poll() is None:
+        for pid in processes_running(project, needle):
+            if not Path(command_line(pid).split(b" ")[0].decode()).name.startswith(
+                first_word.decode()
+            ):
+                continue
+            os.kill(pid, signal.SIGSTOP)
+            return pid
+        time.sleep(0.01)
+    return None
+
+
+@contextlib.contextmanager
+def secret_on_a_fifo(results: Path):
+    """The results folder's `.secret` swapped for a FIFO, and put back after. Yields a check:
+    whether a reader has opened the FIFO, which then waits in its read until the block ends."""
+    secret = results / ".secret"
+    text = secret.read_text()
+    secret.unlink()
+    os.mkfifo(secret)
+    writer: list[int] = []
+
+    def reader_waits() -> bool:
+        if not writer:
+            with contextlib.suppress(OSError):  # ENXIO: no reader yet
+                writer.append(os.open(secret, os.O_WRONLY | os.O_NONBLOCK))
+        return bool(writer)
+
+    try:
+        yield reader_waits
+    finally:
+        for fd in writer:
+            os.close(fd)
+        secret.unlink()
+        secret.write_text(text)
+
+
+def test_a_run_step_killed_before_it_takes_its_lock_is_redone_and_leaves_nothing(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "killed", pi_installation.root.parents[1], repetitions=1)
+    policy = project / "demo" / "quick.toml"
+    policy.write_text(SLEEPS_ONCE.replace("sleep 600", "true"))
+    set_agent(project, model="quick.toml", timeout=AGENT_TIMEOUT)
+    run = project / RUNS / "nothing-off" / "r01"
+    target = str(RUNS / "nothing-off" / "r01" / "run.json")
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, target, output=output)
+        # The step's own process (`python -m agentab.steps.run`), not the shell that starts it.
+        step = held_at_start(project, b" -m agentab.steps.run ", process, first_word=b"python")
+        assert step, output.read_text()[-3000:]
+        # Held at its start: before it loads anything, and so before it takes its lock.
+        assert not (run / "agent.lock").exists()
+        os.kill(step, signal.SIGKILL)
+        process.wait(timeout=60)
+        assert snakemake(project, "--unlock").returncode == 0
+        assert not processes_in(project), "a process of the project outlived snakemake"
+        again = snakemake(project, target)
+    text = again.stdout + again.stderr
+    assert again.returncode == 0, text[-3000:]
+    assert "Traceback" not in output.read_text() + text
+    assert job_counts(text).get("run_agent") == 1, text[-3000:]
+    assert json.loads((run / "run.json").read_text())["outcome"]["status"] == "completed"
+    assert not (run / "agent.lock").exists()
+    assert not list((project / ".agentab" / "work").iterdir()), "a clone was left behind"
+
+
+def test_a_rerun_after_a_brick_edit_stopped_midway_is_redone_by_the_next_invocation(
+    tmp_path: Path, pi_installation
+) -> None:
+    project = make_project(tmp_path / "edited", pi_installation.root.parents[1], repetitions=1)
+    first = snakemake(project)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    untouched = {run: run.stat().st_mtime for run in (project / RUNS).glob("nothing-*/r01/*.json")}
+    brick = project / "demo" / "bricks" / "run-tests.md"
+    brick.write_text(brick.read_text() + "\nRun them before you answer.\n")  # the rule cells' runs
+    output = tmp_path / "snakemake.out"
+    with ending_what_is_left(project):
+        process = start_snakemake(project, output=output)
+        # Both runs of the brick's cells in flight (--cores 2): each holds its lock.
+        assert wait_until(lambda: len(agent_locks(project)) == 2, 120), output.read_text()
+        assert sorted(run_of(lock) for lock in agent_locks(project)) == [
+            "rule-high/r01",
+            "rule-off/r01",
+        ]
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=PROMPT_STOP_S)
+    assert process.returncode != 0
+    assert "Traceback" not in output.read_text()
+    assert not list((project / RUNS).glob("rule-*/r01/run.json"))
+    again = snakemake(project)
+    text = again.stdout + again.stderr
+    assert again.returncode == 0, text[-3000:]
+    assert "Traceback" not in text
+    counts = job_counts(text)
+    assert counts.get("run_agent") == 2 and counts.get("measure_run") == 2, counts
+    for run in (project / RUNS).glob("rule-*/r01"):
+        assert (run / "measures.json").stat().st_mtime > brick.stat().st_mtime
+    assert {run: run.stat().st_mtime for run in untouched} == untouched  # never rerun

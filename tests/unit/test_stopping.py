@@ -18,6 +18,7 @@ from agentab.workflow.stopping import (
     STOP_SIGNALS,
     Stopped,
     is_agentab_step,
+    is_script_job,
     pass_stop_signals_to_steps,
     running_steps,
     stop_on_signals,
@@ -114,6 +115,14 @@ def test_only_agentab_steps_are_recognised() -> None:
     assert not is_agentab_step(["/usr/bin/bash", "-c", "python -m agentab.steps.run > log"])
     assert not is_agentab_step(["pi"])
     assert not is_agentab_step(["python", "-m", "agentab.offline_model"])
+
+
+def test_a_script_rules_process_is_recognised_as_a_job_to_stop() -> None:
+    script = "/project/.snakemake/scripts/tmpab12cd34.synthesize.py"
+    assert is_script_job(["/venv/bin/python3", script])
+    assert not is_script_job(["/venv/bin/python3", "/project/scripts/synthesize.py"])
+    assert not is_script_job(["/usr/bin/bash", "-c", f"python {script}"])
+    assert not is_script_job(["python"])
 
 
 def test_the_steps_behind_snakemakes_shells_are_found(step_behind_a_shell) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -455,3 +457,18 @@ def test_a_gap_short_of_runs_says_why_it_is_inconclusive(tmp_path):
         "- `rule`, `ran_tests` (+33.3 pp [-33.3, +100] pp): fewer than 9 valid runs per group "
         "(3 and 3 valid runs here): a gap needs at least 9 per group to be established." in text
     )
+
+
+def test_the_synthesize_command_imports_no_other_command(tmp_path) -> None:
+    # What another command needs (the report's HTML, the harnesses, YAML) is not paid for here.
+    code = (
+        "import sys\n"
+        "from agentab.cli import build_parser\n"
+        "build_parser(only='synthesize')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('agentab.report', 'agentab.commands.',"
+        " 'agentab.harnesses', 'yaml', 'pygments'))))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert loaded == "['agentab.commands.synthesize']", loaded

@@ -16,10 +16,12 @@ from pygments.lexers import DiffLexer
 from agentab.report.conversation import Conversation, read_conversation
 from agentab.report.receipt import ReceiptView, receipt_view
 from agentab.report.runs import RunEntry, fault_reason, read_faults
+from agentab.report.turn_usage import fill_output_tokens
 
 OFFLINE_PROVIDER = "offline"
 PATCH_FILE = "result.patch"
 RECEIPT_FILE = "receipt.json"
+REQUEST_LOG_FILE = "model-requests.jsonl"
 # A patch beyond this is cut on the page (a vendored file, a binary blob); the raw file stays.
 MAX_PATCH_CHARS = 500_000
 # Files an attempt leaves while it runs, and a tool's half-written files: not results.
@@ -65,6 +67,7 @@ def run_view(results_dir: Path, entry: RunEntry, scenario) -> RunView:
     run = read_json(folder / "run.json") or {}
     facts = run.get("facts") if isinstance(run.get("facts"), dict) else {}
     conversation = read_conversation(folder)
+    fill_output_tokens(conversation, folder / REQUEST_LOG_FILE)
     diff_html, cut, present = highlighted_patch(folder / PATCH_FILE)
     record = entry.record
     return RunView(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 from agentab.errors import AgentabError, disk_full, low_on_space, storage_error
 from agentab.etalon import EtalonFault
 from agentab.harnesses.base import HarnessFault
-from agentab.workflow.step_client import FAULT_EXIT
+from agentab.workflow.step_client import FAULT_EXIT, STOP_SIGNALS
 from agentab.workflow.stopping import Stopped, stop_on_signals
 
 USER_ERROR_EXIT = 2
@@ -94,13 +95,32 @@ def disk_filled(args: argparse.Namespace):
 
 
 def run_in_script(snakemake, cli_arguments: list[str]) -> None:
-    """The one call of a `script:` rule: an `agentab` command, its output sent to the rule's log."""
+    """The one call of a `script:` rule: an `agentab` command, its output sent to the rule's log.
+
+    A stop signal while the command runs ends it as it ends a step: a line in the log, exit
+    128 + the signal's number, and Snakemake redoes the job on the next invocation. Once the
+    command is done its outputs are whole: a signal then changes nothing."""
     from agentab.cli import main
 
+    stop_on_signals()
     with open(snakemake.log[0], "w") as log:
         sys.stdout = sys.stderr = log
-        code = main([str(argument) for argument in cli_arguments])
+        try:
+            code = main([str(argument) for argument in cli_arguments])
+        except Stopped as stop:
+            say(
+                f"agentab: stopped by {stop.signal_name}; `agentab {cli_arguments[0]}` did not "
+                "finish; its outputs are made again by the next invocation"
+            )
+            code = stop.exit_code
+        ignore_stop_signals()
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     sys.exit(code)
+
+
+def ignore_stop_signals() -> None:
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:

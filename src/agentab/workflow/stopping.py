@@ -125,8 +125,13 @@ def signal_steps(signum: int) -> None:
 
 
 def running_steps(ancestor: int) -> list[int]:
-    """The agentab steps among the descendants of `ancestor` (a shell stands in between)."""
-    return [pid for pid in descendants(ancestor) if is_agentab_step(command_line(pid))]
+    """The agentab steps and `script:` jobs among the descendants of `ancestor` (a shell stands
+    in between)."""
+    return [
+        pid
+        for pid in descendants(ancestor)
+        if is_agentab_step(argv := command_line(pid)) or is_script_job(argv)
+    ]
 
 
 def descendants(ancestor: int) -> list[int]:
@@ -156,4 +161,17 @@ def is_agentab_step(argv: list[str]) -> bool:
     return any(
         flag == "-m" and module.startswith(STEP_MODULE_PREFIX)
         for flag, module in zip(argv, argv[1:], strict=False)
+    )
+
+
+def is_script_job(argv: list[str]) -> bool:
+    """`python …/.snakemake/scripts/tmpXXXX.<name>.py`: the way Snakemake runs a `script:` rule
+    (the synthesis, the report, a blank form). Only this workflow's Snakemake is asked, and its
+    only scripts are agentab's."""
+    script = Path(argv[1]) if len(argv) > 1 else None
+    return (
+        script is not None
+        and script.suffix == ".py"
+        and script.parent.name == "scripts"
+        and script.parent.parent.name == ".snakemake"
     )

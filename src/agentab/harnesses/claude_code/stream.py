@@ -157,7 +157,8 @@ def add_assistant_blocks(line: dict, blocks: list[dict], usage: dict, names: dic
             )
     # The stream's usage of a message is its `message_start` one: the input is whole (cache
     # reads and writes are input too), the output is the first token's count, never the turn's
-    # (the stream's `1 out`). The turn's output tokens are left unsaid rather than wrong.
+    # (the stream's `1 out`). The turn's output tokens are left unsaid rather than wrong; the
+    # run page takes them from the request log, where each reply states its own.
     line["usage"] = {
         "input": sum(
             int(usage.get(name) or 0)
