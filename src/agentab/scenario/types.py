@@ -123,6 +123,12 @@ class Scenario:
     def run_count(self) -> int:
         return len(self.cells) * self.repetitions
 
+    @property
+    def budget_usd(self) -> float | None:
+        """`[protocol] budget_usd`: what its runs may spend; None without a budget."""
+        budget = (self.raw.get("protocol") or {}).get("budget_usd")
+        return None if budget is None else float(budget)
+
     def cell(self, name_or_slug: str) -> Cell:
         for cell in self.cells:
             if name_or_slug in (cell.name, cell.slug):
