@@ -219,3 +219,66 @@ def test_a_budget_is_refused_at_load_when_a_runs_cost_cannot_be_known(tmp_path: 
     with pytest.raises(AgentabError) as error:
         load_scenario(budget_scenario(tmp_path / "d", offline, "budget_usd = 0"))
     assert "protocol.budget_usd" in error.value.render()
+
+
+def test_runs_measured_before_the_budget_are_counted_when_the_ledger_is_made(
+    tmp_path: Path,
+) -> None:
+    for rep, cost in ((1, 0.2), (2, None)):
+        folder = tmp_path / "runs" / "a" / f"r0{rep}"
+        folder.mkdir(parents=True)
+        record = {"run": f"a/r0{rep}", "outcome": {"status": "completed"}, "cost": {"usd": cost}}
+        (folder / "run.json").write_text(json.dumps(record))
+    ledger = Ledger(tmp_path, 0.3, planned_runs=4)
+    decision = ledger.reserve("a/r03", "a")
+    assert decision.spent_usd == pytest.approx(0.2)
+    assert decision.estimate_usd == pytest.approx(0.1)  # the mean of the two finished runs
+    assert decision.started
+    assert not ledger.reserve("a/r04", "a").started
+
+
+def test_the_workflows_start_clears_stale_reservations_and_reopens_runs_with_room(
+    tmp_path: Path, demo_scenario
+) -> None:
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from agentab.layout import Layout
+    from agentab.workflow.budget import budget_on_start
+
+    results = tmp_path / "results" / "demo"
+    raw = {**demo_scenario.raw, "protocol": {"repetitions": 10, "budget_usd": 0.2}}
+    tight = replace(demo_scenario, raw=raw)
+    workflow = SimpleNamespace(
+        scenarios={"demo": tight},
+        layout=Layout(tmp_path / "results", tmp_path / "state", tmp_path / "h"),
+        scenario_file=lambda name: "demo/scenario.toml",
+    )
+    ledger = Ledger(results, 0.2, planned_runs=40)
+    ledger.reserve("nothing-off/r01", "nothing-off")
+    ledger.settle("nothing-off/r01", 0.08, "test", "outcome")
+    assert ledger.reserve("nothing-off/r02", "nothing-off").started  # a killed workflow's
+    assert not ledger.reserve("nothing-off/r03", "nothing-off").started
+    ledger.settle("nothing-off/r04", 0.1, "test", "fault")
+    held = results / "runs" / "nothing-off" / "r03"
+    held.mkdir(parents=True)
+    (held / "measures.json").write_text("{}")
+    (held / "faults.jsonl").write_text("{}\n")
+    (results / "synthesis.md").write_text("old")
+    lines = budget_on_start(workflow, dry=False)
+    assert lines == [
+        "agentab: demo: cleared 1 budget reservations a stopped workflow left (its runs had "
+        "not ended)"
+    ]
+    assert (held / "measures.json").exists()  # 0.18 + 0.08 > 0.2: still no room
+    raw["protocol"]["budget_usd"] = 1.0
+    assert budget_on_start(workflow, dry=True) == [
+        "agentab: demo: would try again 1 runs not started by the budget"
+    ]
+    assert (held / "measures.json").exists()  # a dry run only tells
+    assert budget_on_start(workflow, dry=False) == [
+        "agentab: demo: 1 runs not started by the budget are tried again: spent 0.1800 of "
+        "budget_usd 1.00 USD"
+    ]
+    assert not (held / "measures.json").exists() and (held / "faults.jsonl").exists()
+    assert not (results / "synthesis.md").exists()

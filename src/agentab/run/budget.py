@@ -18,6 +18,9 @@ run as parallel jobs on one machine or on a cluster's nodes sharing the folder. 
 - `not_started`: the runs refused, which the next workflow start runs again when the budget
   has room by then (a raised `budget_usd`, or a scenario without one).
 
+When the ledger is made, the runs the results folder already holds (a pilot run before the
+scenario had a budget) are its first entries, at the cost their run.json states.
+
 A reservation is released when its attempt ends, replaced by what the attempt cost, whatever
 the end (an outcome, a fault, a stop). One a killed workflow left behind is cleared when the
 next one starts (`clear_in_flight`): no run of that results folder is in flight then.
@@ -40,6 +43,7 @@ from agentab.layout import ResultsFolder
 NOT_STARTED = "not-started"  # a run's outcome status, and its measures' status
 BUDGET_REACHED = "not started: budget reached"
 SCHEMA = 1
+CENT_FRACTION = 1e-9  # sums of floats: 0.2 + 0.1 is not above a budget of 0.3
 
 
 @dataclass
@@ -124,7 +128,10 @@ class Ledger:
     def changing(self) -> Iterator[LedgerState]:
         """The ledger, read and written back under its lock."""
         with exclusive_lock(self.folder.budget_lock):
-            state = read_ledger(self.folder.budget_ledger)
+            if self.folder.budget_ledger.exists():
+                state = read_ledger(self.folder.budget_ledger)
+            else:  # runs measured before the scenario had a budget spent money too
+                state = LedgerState(spent=spent_before(self.folder))
             yield state
             write_json(state.as_dict(), self.folder.budget_ledger)
 
@@ -153,7 +160,7 @@ class Ledger:
             estimate, source = self.estimate(state, slug)
             spent, flying = state.spent_usd, state.in_flight_usd
             budget = self.budget_usd if self.budget_usd is not None else float("inf")
-            started = spent + flying + estimate <= budget
+            started = spent + flying + estimate <= budget + CENT_FRACTION
             if started:
                 state.in_flight[run] = {
                     "usd": estimate,
@@ -205,7 +212,32 @@ class Ledger:
         if self.budget_usd is None:
             return True
         estimate, _ = self.estimate(state, "")
-        return state.spent_usd + state.in_flight_usd + estimate <= self.budget_usd
+        return state.spent_usd + state.in_flight_usd + estimate <= self.budget_usd + CENT_FRACTION
+
+
+def spent_before(folder: ResultsFolder) -> list[dict]:
+    """What the runs a results folder already holds cost, from their run.json: the ledger's
+    first entries when it is made (a budget added to a scenario after a pilot counts it)."""
+    entries = []
+    for record in sorted(folder.runs_root.glob("*/r*/run.json")):
+        try:
+            run = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(run, dict) or (run.get("outcome") or {}).get("status") == NOT_STARTED:
+            continue
+        cost = (run.get("cost") or {}).get("usd", (run.get("facts") or {}).get("cost_usd"))
+        known = _number(cost)
+        entries.append(
+            {
+                "run": str(run.get("run") or f"{record.parent.parent.name}/{record.parent.name}"),
+                "usd": float(cost) if known else 0.0,
+                "how": "run.json, before the budget" if known else "run.json: cost unknown",
+                "end": "outcome",
+                "at": _now(),
+            }
+        )
+    return entries
 
 
 def _number(value) -> bool:
