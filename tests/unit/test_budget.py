@@ -267,17 +267,17 @@ def test_the_workflows_start_clears_stale_reservations_and_reopens_runs_with_roo
     (results / "synthesis.md").write_text("old")
     lines = budget_on_start(workflow, dry=False)
     assert lines == [
-        "agentab: demo: cleared 1 budget reservations a stopped workflow left (its runs had "
+        "agentab: demo: cleared 1 budget reservation a stopped workflow left (its runs had "
         "not ended)"
     ]
     assert (held / "measures.json").exists()  # 0.18 + 0.08 > 0.2: still no room
     raw["protocol"]["budget_usd"] = 1.0
     assert budget_on_start(workflow, dry=True) == [
-        "agentab: demo: would try again 1 runs not started by the budget"
+        "agentab: demo: would try again 1 run not started by the budget"
     ]
     assert (held / "measures.json").exists()  # a dry run only tells
     assert budget_on_start(workflow, dry=False) == [
-        "agentab: demo: 1 runs not started by the budget are tried again: spent 0.1800 of "
+        "agentab: demo: 1 run not started by the budget is tried again: spent 0.1800 of "
         "budget_usd 1.00 USD"
     ]
     assert not (held / "measures.json").exists() and (held / "faults.jsonl").exists()

@@ -39,14 +39,14 @@ def budget_on_start(workflow, dry: bool) -> list[str]:
             state = read_ledger(ledger.folder.budget_ledger)
             if state.not_started and ledger.has_room(state):
                 lines.append(
-                    f"agentab: {name}: would try again {len(state.not_started)} runs not "
+                    f"agentab: {name}: would try again {runs(len(state.not_started))} not "
                     "started by the budget"
                 )
             continue
         if left := ledger.clear_in_flight():
             lines.append(
-                f"agentab: {name}: cleared {len(left)} budget reservations a stopped workflow "
-                "left (its runs had not ended)"
+                f"agentab: {name}: cleared {len(left)} budget reservation"
+                f"{'s' * (len(left) != 1)} a stopped workflow left (its runs had not ended)"
             )
         reopened = ledger.reopen()
         for run in reopened:
@@ -55,10 +55,14 @@ def budget_on_start(workflow, dry: bool) -> list[str]:
             for path in ledger.folder.outputs():
                 path.unlink(missing_ok=True)
             lines.append(
-                f"agentab: {name}: {len(reopened)} runs not started by the budget are tried "
-                f"again: {room(ledger)}"
+                f"agentab: {name}: {runs(len(reopened))} not started by the budget "
+                f"{'is' if len(reopened) == 1 else 'are'} tried again: {room(ledger)}"
             )
     return lines
+
+
+def runs(count: int) -> str:
+    return f"{count} run{'s' * (count != 1)}"
 
 
 def room(ledger: Ledger) -> str:
