@@ -178,6 +178,16 @@ class ResultsFolder:
         """The frozen bricks: each one its runs were given, once, by its hash."""
         return self.path / "bricks"
 
+    @property
+    def budget_ledger(self) -> Path:
+        """What the runs spent and what those in flight may spend (`[protocol] budget_usd`)."""
+        return self.path / "budget.json"
+
+    @property
+    def budget_lock(self) -> Path:
+        """Held (flock) by whoever changes the ledger: runs in parallel, on any node."""
+        return self.path / ".budget.lock"
+
     def cell_folder(self, slug: str) -> Path:
         return self.runs_root / slug
 

@@ -115,3 +115,27 @@ def test_the_plan_command_takes_a_gap_per_metric_and_cautions_on_a_small_pilot(t
     out = capsys.readouterr().out
     assert out.startswith("not planned: turns, in units of their own (--gap turns=SIZE)")
     assert "\nturns " not in out
+
+
+def test_the_plan_command_prices_the_planned_repetitions_from_the_pilots_cost(tmp_path, capsys):
+    import json
+
+    from agentab.cli import main
+
+    folder = pilot(tmp_path / "r", 2, 9, repetitions=6)
+    for measures in folder.glob("runs/*/r*/measures.json"):
+        data = json.loads(measures.read_text())
+        data["builtin"] = {"cost_usd": 0.02 if data["cell"] == "rule" else 0.01}
+        measures.write_text(json.dumps(data))
+    quick = ["--simulations", "20", "--max-repetitions", "10", "--metric", "ran_tests"]
+    assert main(["plan", str(folder), *quick]) == 0
+    out = capsys.readouterr().out
+    [line] = [line for line in out.splitlines() if line.startswith("cost: ")]
+    repetitions = int(line.split()[1])
+    assert line == (
+        f"cost: {repetitions} repetitions × 2 cells = {2 * repetitions} runs ≈ "
+        f"{repetitions * 0.03:.4f} USD, at each cell's mean cost per run in the pilot "
+        "(0.0100 to 0.0200 USD, from 12 runs with a cost); the pilot's own runs cost 0.1800 "
+        "USD. Set [protocol] budget_usd in the scenario to cap it."
+    )
+    assert out.rstrip().splitlines()[-1].startswith("pilot: these estimates come from")

@@ -74,7 +74,7 @@ def test_durations_and_counts_read_as_a_person_writes_them() -> None:
     ]
 
 
-def write_measures(folder: Path, provider="offline", cost=0.8, tokens=(100, 20)) -> None:
+def write_measures(folder: Path, provider="offline", cost=0.0, tokens=(100, 20)) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     provenance = {
         "provider": provider,
@@ -86,13 +86,36 @@ def write_measures(folder: Path, provider="offline", cost=0.8, tokens=(100, 20))
 
 def test_counting_reads_measures_and_fault_lines(tmp_path: Path) -> None:
     folders = [tmp_path / "runs" / "a" / f"r{n:02d}" for n in range(1, 5)]
-    write_measures(folders[0])  # offline: its cost is not counted
+    write_measures(folders[0], cost=0.0)  # offline, unpriced: it costs nothing
     write_measures(folders[1], provider="anthropic", cost=0.25, tokens=(1000, 200))
     folders[2].mkdir(parents=True)
     (folders[2] / "faults.jsonl").write_text('{"reason": "529"}\n{"reason": "crash"}\n\n')
     now = RunCounter(folders).snapshot()
     assert (now.total, now.measured, now.faults, now.tokens) == (4, 2, 2, 1320)
     assert (now.priced_runs, now.cost_usd, now.offline_runs) == (1, 0.25, 1)
+
+
+def test_a_priced_offline_policy_costs_what_its_runs_report(tmp_path: Path) -> None:
+    folder = tmp_path / "runs" / "a" / "r01"
+    write_measures(folder, cost=0.8)  # `[policy] price`: the offline model costs something
+    now = RunCounter([folder]).snapshot()
+    assert (now.priced_runs, now.cost_usd) == (1, 0.8)
+
+
+def test_runs_the_budget_did_not_start_are_counted_apart_with_the_spend(tmp_path: Path) -> None:
+    folders = [tmp_path / "runs" / "a" / f"r{n:02d}" for n in range(1, 4)]
+    write_measures(folders[0], provider="anthropic", cost=0.03)
+    folders[1].mkdir(parents=True)
+    (folders[1] / "measures.json").write_text(json.dumps({"status": "not-started"}))
+    ledger = tmp_path / "budget.json"
+    ledger.write_text(json.dumps({"spent": [{"run": "a/r01", "usd": 0.04, "end": "outcome"}]}))
+    counter = RunCounter(folders, budgets=((ledger, 0.05),))
+    now = counter.snapshot()
+    assert (now.measured, now.not_started, now.budget) == (1, 1, (0.04, 0.05))
+    line = progress_line(now, now, 10.0)
+    assert "1/3 runs" in line
+    assert "1 not started (budget reached)" in line
+    assert "spent 0.0400 of 0.0500 USD budget" in line
 
 
 def test_a_line_is_printed_when_the_count_changes_and_only_then(tmp_path: Path) -> None:

@@ -180,6 +180,11 @@ def render_matrix(scenario: Scenario, warnings: list[str]) -> str:
         f"verdicts    a gap is established only from at least {MIN_RUNS_PER_GROUP} valid runs "
         "in each of its two cells (docs/synthesis.md)",
     ]
+    if scenario.budget_usd is not None:
+        lines.append(
+            f"budget      {scenario.budget_usd:g} USD: no run starts once spent + in flight + "
+            "its estimate would pass it (docs/workflow.md)"
+        )
     lines += [f"warning     {warning}" for warning in warnings]
     lines += [f"receipt     {limit}" for limit in receipt_limits(scenario)]
     return "\n".join(lines)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from agentab.errors import AgentabError, problem
 from agentab.metrics import MEDIAN, RATE
+from agentab.run.budget import usd
 from agentab.synthesis import stats
 from agentab.synthesis.power import DEFAULT_SIMULATIONS, PowerRow, repetitions_needed
 from agentab.synthesis.results import load_frozen_scenario, read_runs
@@ -70,8 +71,56 @@ def run(args) -> int:
             for metric, size in sizes.items()
             for row in repetitions_needed(args.results_dir, gap=size, metrics=[metric], **settings)
         ]
-    print(render(rows, args.power, args.max_repetitions, args.simulations))
+    cost = planned_cost(args.results_dir, rows)
+    print(render(rows, args.power, args.max_repetitions, args.simulations, cost))
     return 0
+
+
+def run_cost(record) -> float | None:
+    """A pilot run's cost: its built-in `cost_usd` (the harness's figure, or its tokens ×
+    a price), else its provenance's."""
+    for value in ((record.builtin or {}).get("cost_usd"), record.provenance.get("cost_usd")):
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def planned_cost(results_dir: Path, rows: list[PowerRow]) -> list[str]:
+    """What the planned repetitions would cost, at each cell's mean cost per run in the pilot
+    (every run measured counts: a failed run was paid for too)."""
+    planned = [row.repetitions for row in rows if row.repetitions is not None]
+    if not planned:
+        return []
+    repetitions = max(planned)
+    scenario = load_frozen_scenario(results_dir)
+    runs, _ = read_runs(results_dir, scenario)
+    costs: dict[str, list[float]] = {}
+    for record in runs:
+        if (cost := run_cost(record)) is not None:
+            costs.setdefault(record.cell, []).append(cost)
+    every = [cost for found in costs.values() for cost in found]
+    if not every or not any(every):
+        return [
+            "",
+            "cost: the pilot's runs state no cost (the offline model costs nothing unless its "
+            "policy sets a price), so the planned runs cannot be priced from them.",
+        ]
+    overall = sum(every) / len(every)
+    means = [
+        sum(costs[cell.name]) / len(costs[cell.name]) if costs.get(cell.name) else overall
+        for cell in scenario.cells
+    ]
+    total = repetitions * sum(means)
+    count = repetitions * len(scenario.cells)
+    cells = len(scenario.cells)
+    spread = f"{usd(min(means))} to {usd(max(means))}" if len(set(means)) > 1 else usd(means[0])
+    return [
+        "",
+        f"cost: {repetitions} repetitions × {cells} cell{'s' * (cells != 1)} = {count} runs ≈ "
+        f"{usd(total)} USD, at each cell's mean cost per run in the pilot ({spread} USD, from "
+        f"{len(every)} runs with a cost); the pilot's own runs cost {usd(sum(every))} USD. "
+        "Set [protocol] budget_usd in the scenario to cap it.",
+    ]
 
 
 def gap_sizes(results_dir: Path, given: list[str], metrics: list[str] | None):
@@ -123,7 +172,9 @@ def metrics_by_kind(results_dir: Path) -> tuple[list[str], list[str]]:
     )
 
 
-def render(rows: list[PowerRow], power: float, max_repetitions: int, simulations: int) -> str:
+def render(
+    rows: list[PowerRow], power: float, max_repetitions: int, simulations: int, cost=()
+) -> str:
     lines = [
         f"repetitions per cell for a {power:.0%} chance of an established gap "
         f"({simulations} simulated experiments per size, {stats.DRAWS} bootstrap draws each)",
@@ -148,7 +199,7 @@ def render(rows: list[PowerRow], power: float, max_repetitions: int, simulations
     for line in table:
         cells = (text.ljust(width) for text, width in zip(line, widths, strict=True))
         lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines + pilot_caution(rows))
+    return "\n".join(lines + list(cost) + pilot_caution(rows))
 
 
 def pilot_caution(rows: list[PowerRow]) -> list[str]:

@@ -68,6 +68,9 @@ class RunSpec:
     model_base_url: str | None = None
     api_key: str | None = None  # from the credentials file; passed in the env, never recorded
     model_can_reason: bool = True  # what the offline model's policy says of its model
+    # What the offline model's policy says its tokens cost (USD per million, `input` and
+    # `output`); None: it costs nothing. A harness that prices tokens itself is told so.
+    model_price: dict[str, float] | None = None
     confined: bool = False  # the run is in agentab's sandbox: a harness's own may stand down
 
 
@@ -223,6 +226,9 @@ class Harness(ABC):
     # The tools the harness offers by itself, when known: a tool beyond them is evidence that
     # an extension was loaded.
     builtin_tools: frozenset[str] | None = None
+    # Whether its stream states each run's cost; a run of one that does not is priced from its
+    # tokens (agentab.prices), and a budget needs the model's price (checked at load).
+    reports_cost: bool = True
 
     @abstractmethod
     def install(self, version: str, harnesses_dir: Path) -> Installation: ...

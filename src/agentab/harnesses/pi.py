@@ -45,6 +45,21 @@ from agentab.harnesses.npm import NpmHarness, base_path
 
 # The offline model costs nothing, and pi is told so (its stream then reports 0, not a guess).
 OFFLINE_COST = {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0}
+
+
+def offline_cost(price: dict[str, float] | None) -> dict[str, float]:
+    """pi's `cost` of the offline model: nothing, or the policy's price (USD per million
+    tokens, cache tokens at the input price), which pi then reports in its stream."""
+    if not price:
+        return OFFLINE_COST
+    return {
+        "input": price["input"],
+        "output": price["output"],
+        "cacheRead": price["input"],
+        "cacheWrite": price["input"],
+    }
+
+
 DISCOVERY_OFF = ["-nc", "-ne", "-ns", "-np", "--no-themes", "-na"]
 
 
@@ -192,7 +207,7 @@ def offline_models_json(spec: RunSpec) -> str:
         "input": ["text"],
         "contextWindow": 128000,
         "maxTokens": 16384,
-        "cost": OFFLINE_COST,
+        "cost": offline_cost(spec.model_price),
     }
     provider = {
         "baseUrl": f"{spec.model_base_url}/v1",

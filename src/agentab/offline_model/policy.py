@@ -10,6 +10,8 @@ fail_status = 400          # answer every agent request with this HTTP error ins
 fail_message = "..."       #   (a provider error as pi sees one); 0 or absent: no error
 fail_first = 0             # only the first N requests fail (to exercise retries)
 hang = false               # never answer (the harness's timeout must end the run)
+price = { input = 3.0, output = 15.0 }  # USD per million tokens: the offline model then costs
+                           #   what a real one would (a budget tested offline); absent: nothing
 
 [[steps]]                  # the agent's turns, in order; one step = one assistant reply
 id = "read"                # names the step's random draw, so a draw never depends on another
@@ -56,6 +58,7 @@ from importlib import resources
 from pathlib import Path
 
 from agentab.errors import AgentabError, problem
+from agentab.prices import Price
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,14 @@ class Policy:
         self.steps = data.get("steps", [])
         self.final = data.get("final", {})
         self.judge = data.get("judge", {})
+
+    @property
+    def price(self) -> Price | None:
+        """What the policy says its model's tokens cost; None: the offline model costs nothing."""
+        price = self.settings.get("price")
+        if not price:
+            return None
+        return Price(float(price["input"]), float(price["output"]), f"policy {self.name}")
 
     @property
     def hang(self) -> bool:
@@ -266,6 +277,8 @@ def parse(text: str, source) -> dict:
         ) from None
     if not isinstance(data.get("policy"), dict):
         raise AgentabError(problem(source, "policy", "missing [policy] table", "add [policy]"))
+    if (found := price_problem(data["policy"].get("price"))) is not None:
+        raise AgentabError(problem(source, "policy.price", *found))
     steps = data.get("steps", [])
     if not isinstance(steps, list):
         raise AgentabError(
@@ -275,6 +288,24 @@ def parse(text: str, source) -> dict:
         for key, found in step_problems(step, f"steps[{number}]"):
             raise AgentabError(problem(source, key, *found))
     return data
+
+
+def price_problem(price) -> tuple[str, str] | None:
+    """(message, fix) when `[policy] price` is not two non-negative numbers."""
+    if price is None:
+        return None
+    numbers = isinstance(price, dict) and all(
+        isinstance(price.get(key), int | float)
+        and not isinstance(price.get(key), bool)
+        and price[key] >= 0
+        for key in ("input", "output")
+    )
+    if numbers and set(price) == {"input", "output"}:
+        return None
+    return (
+        f"is {price!r}: a price is USD per million tokens, input and output",
+        "write price = { input = 3.0, output = 15.0 }",
+    )
 
 
 def step_problems(step, key: str):

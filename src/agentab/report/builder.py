@@ -206,6 +206,16 @@ def warnings(context: dict, entries: list[RunEntry]) -> list[Notice]:
                 faults,
             )
         )
+    not_started = [entry.run for entry in entries if entry.status == "not-started"]
+    if not_started:
+        found.append(
+            _with_runs(
+                f"{len(not_started)} not started: budget reached",
+                "[protocol] budget_usd left no room for them; the figures come from the runs "
+                "that ran. Raise it and run the workflow again to run them",
+                not_started,
+            )
+        )
     missing = [entry.run for entry in entries if entry.status == "missing"]
     if missing:
         found.append(
@@ -230,8 +240,9 @@ def usage(context: dict, records) -> dict:
     priced = [
         r.provenance.get("cost_usd")
         for r in records
-        if r.provenance.get("provider") != OFFLINE_PROVIDER
-        and isinstance(r.provenance.get("cost_usd"), int | float)
+        if isinstance(r.provenance.get("cost_usd"), int | float)
+        # the offline model costs nothing, unless its policy sets a price
+        and (r.provenance.get("provider") != OFFLINE_PROVIDER or r.provenance["cost_usd"] > 0)
     ]
     offline = sum(r.provenance.get("provider") == OFFLINE_PROVIDER for r in records)
     if priced:

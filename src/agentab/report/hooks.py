@@ -58,7 +58,12 @@ def start_run_progress(plan, snakemake_workflow=None) -> None:
     """From the Snakefile's `onstart:`: print `12/40 runs · 0 faults · …` as runs finish. A run
     whose measures this invocation makes again counts once they are made."""
     redone = outputs_due(snakemake_workflow, "measure_run")
-    _RUNNING.append(start_progress(run_folders(plan), redone=redone))
+    budgets = [
+        (plan.layout.results(name).budget_ledger, scenario.budget_usd)
+        for name, scenario in plan.scenarios.items()
+        if scenario.budget_usd is not None
+    ]
+    _RUNNING.append(start_progress(run_folders(plan), redone=redone, budgets=budgets))
 
 
 def failure_advice(log, plan) -> str:

@@ -2,7 +2,9 @@
 
 A run's status is its measures.json's (`valid`, `invalid`, `failed`); a run without one is a
 `fault` when its folder keeps a `faults.jsonl` (the harness could not do it, and the workflow
-will redo it), `missing` otherwise; a measures.json that cannot be read is `unreadable`. A run
+will redo it), `not-started` when the scenario's budget did not let it start (`not started: budget reached`;
+the workflow runs it once the budget has room), `missing` otherwise; a measures.json that
+cannot be read is `unreadable`. A run
 any of whose files changed after agentab wrote them (`synthesis/integrity.py`, every file
 checked) is `invalid`, whatever its measures.json says.
 """
@@ -14,12 +16,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agentab.layout import split_run_slug
-from agentab.report.sources import BadFile, RunRecord, read_runs
+from agentab.report.sources import (
+    MEASURES_FILE,
+    NOT_STARTED,
+    BadFile,
+    RunRecord,
+    not_started_reason,
+    read_runs,
+)
 from agentab.synthesis.integrity import CHANGED_PREFIX, changed_problem, read_secret, run_changes
 from agentab.synthesis.measures import run_id
 
 FAULTS_FILE = "faults.jsonl"
-RUN_STATUSES = ("valid", "invalid", "failed", "fault", "missing", "unreadable")
+RUN_STATUSES = ("valid", "invalid", "failed", "fault", "not-started", "missing", "unreadable")
 # Keys a faults.jsonl line may say its reason under, the most telling first.
 FAULT_REASON_KEYS = ("reason", "message", "problem", "error")
 
@@ -76,6 +85,10 @@ def list_runs(
                 reason = f"{unreadable[run].path} {unreadable[run].message}"
                 entries.append(
                     RunEntry(run, cell.name, rep, "unreadable", reason, len(faults), task=cell.task)
+                )
+            elif reason := not_started_reason(results_dir / "runs" / run / MEASURES_FILE):
+                entries.append(
+                    RunEntry(run, cell.name, rep, NOT_STARTED, reason, len(faults), task=cell.task)
                 )
             elif faults:
                 reason = fault_reason(faults[-1])

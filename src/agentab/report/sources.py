@@ -11,12 +11,15 @@ from pathlib import Path
 
 from agentab.synthesis.prose import report_context
 from agentab.synthesis.results import (
+    MEASURES_FILE,
+    NOT_STARTED,
     STATUSES,
     BadFile,
     MissingRun,
     RunRecord,
     load_frozen_scenario,
     missing_runs,
+    not_started_reason,
     read_runs,
 )
 from agentab.synthesis.synthesize import output_paths
@@ -30,6 +33,8 @@ from agentab.synthesis.verdicts import (
 )
 
 __all__ = [
+    "MEASURES_FILE",
+    "NOT_STARTED",
     "PENDING_NOTE",
     "STATUSES",
     "BadFile",
@@ -37,6 +42,7 @@ __all__ = [
     "RunRecord",
     "load_frozen_scenario",
     "missing_runs",
+    "not_started_reason",
     "read_runs",
     "synthesis_context",
     "synthesis_outputs",

@@ -34,7 +34,9 @@ from agentab.harnesses.base import (
 from agentab.layout import RunFolder, run_id
 from agentab.offline_model import serve
 from agentab.offline_model.policy import load_policy
+from agentab.prices import table_price
 from agentab.run.confinement import BWRAP, NONE, View, confinement_record
+from agentab.run.costs import run_cost
 from agentab.run.credentials import read_api_key
 from agentab.run.frozen_bricks import run_copies
 from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_process
@@ -380,12 +382,18 @@ def perform_run(
     policy = offline_policy_source(scenario, cell.agent.model) if offline else None
     if policy is not None:
         # The model id the harness is told: the policy's name (a policy file names its model by
-        # its stem), and whether the model can reason, as a real catalogue would say.
+        # its stem), whether the model can reason, and what its tokens cost, as a real
+        # catalogue would say.
+        loaded = load_policy(policy)
+        price = loaded.price
         spec = replace(
             spec,
             model=Path(policy).stem if policy.endswith(".toml") else policy,
-            model_can_reason=bool(load_policy(policy).settings.get("reasoning", True)),
+            model_can_reason=bool(loaded.settings.get("reasoning", True)),
+            model_price={"input": price.input, "output": price.output} if price else None,
         )
+    else:
+        price = table_price(cell.agent.model)
     # Every attempt, on the offline model or through the recording proxy, logs apart.
     attempt_log = new_attempt_log(files)
     if offline:
@@ -421,6 +429,7 @@ def perform_run(
         files.patch.write_bytes(etalon_module.result_patch(clone, sha))
         # While the run's copies of its bricks are there: what reached the model is their text.
         fill_unreported_usage(run.facts, attempt_log)
+        run.facts.cost_usd, cost_how = run_cost(run.facts.cost_usd, run.facts.tokens, price)
         receipt = build_receipt(
             cell, spec.model, harness, run.facts, attempt_log, clone, spec.bricks
         )
@@ -438,6 +447,7 @@ def perform_run(
     write_json(receipt, files.receipt)
     record = run_record(scenario, cell, rep, harness, sha, run, seed, confinement)
     record["receipt"] = receipt_summary(receipt)
+    record["cost"] = {"usd": run.facts.cost_usd, "how": cost_how}
     if scenario.etalon.setup:
         record["setup"] = setup.as_dict()
     # What the run left, by content: a file changed after it ended is then told apart.

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agentab.errors import ScenarioError
 from agentab.scenario import cells as cells_module
+from agentab.scenario.budget import check_budget
 from agentab.scenario.durations import parse_duration
 from agentab.scenario.names import check_slug_lengths
 from agentab.scenario.rules import (
@@ -137,6 +138,7 @@ def _load(path: Path, check_etalon: bool, check_bricks: bool, check_schema: bool
         check_duplicate_cells(cells, sink)
         check_harness_support(cells, sink)
         check_offline_policies(data, cells, sc_dir, sink)
+        check_budget(data, cells, sink)
     reference = pick_reference(data, cells, sink)
     if data["protocol"].get("aa") and cells and not sink.problems:
         copy = aa_cell(cells, reference, sink)

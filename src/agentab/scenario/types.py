@@ -153,6 +153,12 @@ class Scenario:
         """The etalon a run of this (run) cell clones: its task's own tag, if it has one."""
         return replace(self.etalon, tag=cell.tag) if cell.tag else self.etalon
 
+    @property
+    def budget_usd(self) -> float | None:
+        """`[protocol] budget_usd`: what its runs may spend; None without a budget."""
+        budget = (self.raw.get("protocol") or {}).get("budget_usd")
+        return None if budget is None else float(budget)
+
     def cell(self, name_or_slug: str) -> Cell:
         for cell in self.cells:
             if name_or_slug in (cell.name, cell.slug):

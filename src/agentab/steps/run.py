@@ -3,7 +3,8 @@
 Runs the agent once for one cell and repetition, on the fresh clone, and writes the run's files:
 each is named by its own option (the workflow rule passes its outputs); `--out DIR` names them
 all at once, as the results layout places them in a run folder. Exit 0 when the run has an
-outcome (completed or failed), 3 on a fault (the workflow redoes it), 2 on an error a person must
+outcome (completed or failed) or when the scenario's budget did not let it start (its files
+say `not-started`), 3 on a fault (the workflow redoes it), 2 on an error a person must
 fix (e.g. the installed harness is not the pinned version), 128 + the signal's number when it was
 asked to stop: the agent is ended and the run has no outcome.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 from agentab.layout import RunFolder, run_id
 from agentab.run.agent_run import RunFiles, perform_run
 from agentab.run.confinement import BWRAP, MODES, require_sandbox
+from agentab.run.spending import RunSpending
 from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step
 
@@ -83,19 +85,31 @@ def act(args) -> int:
     require_sandbox(args.confinement)
     scenario = load_scenario_for_step(args.scenario, check_bricks=True)
     cell = scenario.run_cell(args.cell)
-    record = perform_run(
-        scenario,
-        cell,
-        args.rep,
-        files=run_files(args),
-        work_root=args.work_root or Path(".agentab/work"),
-        clone=args.clone,
-        harnesses_dir=args.harnesses_dir,
-        mirrors_dir=args.mirrors_dir,
-        credentials=args.credentials,
-        provider_endpoints=provider_endpoints(args.provider_endpoint),
-        confinement=args.confinement,
-    )
+    files = run_files(args)
+    spending = RunSpending(scenario, cell, args.rep, files)
+    if not spending.start():
+        # Not a failed job: the run's files say it was not started, and why (exit 0).
+        record = spending.refuse()
+        print(f"{record['run']}: {record['outcome']['reason']}")
+        return 0
+    try:
+        record = perform_run(
+            scenario,
+            cell,
+            args.rep,
+            files=files,
+            work_root=args.work_root or Path(".agentab/work"),
+            clone=args.clone,
+            harnesses_dir=args.harnesses_dir,
+            mirrors_dir=args.mirrors_dir,
+            credentials=args.credentials,
+            provider_endpoints=provider_endpoints(args.provider_endpoint),
+            confinement=args.confinement,
+        )
+    except BaseException:
+        spending.ended()  # a fault or a stop: what its requests cost replaces its reservation
+        raise
+    spending.ran(record)
     outcome = record["outcome"]
     reason = f" ({outcome['reason']})" if outcome["reason"] else ""
     print(f"{record['run']}: {outcome['status']}{reason}")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from agentab.files import file_sha256, write_json, write_sealed_json
 from agentab.layout import RunFolder, run_id
+from agentab.run.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.scenario import Cell, Scenario
 from agentab.synthesis.builtin import builtin_metrics
 from agentab.synthesis.integrity import changed_problem, read_secret, relative_name, unsealed
@@ -86,6 +87,11 @@ def build_measures(
         "builtin": builtin,
     }
     outcome = run.get("outcome") or {}
+    if outcome.get("status") == NOT_STARTED:
+        # Refused by the budget (`[protocol] budget_usd`): listed among the missing runs.
+        measures["status"] = NOT_STARTED
+        measures["problems"].append(outcome.get("reason") or BUDGET_REACHED)
+        return measures
     if outcome.get("status") == "failed":
         measures["status"] = "failed"
         measures["problems"].append(outcome.get("reason") or "the agent's run failed")

@@ -166,8 +166,12 @@ def usage_totals(runs: list[RunRecord]) -> dict:
         found = (getter(run.provenance) for run in among)
         return sum(v for v in found if isinstance(v, int | float) and not isinstance(v, bool))
 
-    # The offline model costs nothing, whatever price its harness was told.
-    priced = [run for run in runs if run.provenance.get("provider") != "offline"]
+    # The offline model costs nothing, unless its policy sets a price (to try a budget).
+    priced = [
+        run
+        for run in runs
+        if run.provenance.get("provider") != "offline" or (run.provenance.get("cost_usd") or 0) > 0
+    ]
 
     return {
         "duration_s": total(lambda p: p.get("duration_s")),

@@ -15,6 +15,7 @@ from pathlib import Path
 from agentab.errors import AgentabError, problem
 from agentab.files import seal_holds
 from agentab.layout import ResultsFolder, RunFolder, run_id, task_run_slug
+from agentab.run.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.synthesis.integrity import changed_problem, read_secret
 
 STATUSES = ("valid", "invalid", "failed")
@@ -54,6 +55,7 @@ class MissingRun:
     rep: int
     path: str  # the run folder, relative to the results folder
     task: str = ""
+    reason: str = ""  # why, when it is known: `not started: budget reached (…)`
 
 
 def load_frozen_scenario(results_dir: Path):
@@ -139,7 +141,7 @@ def read_run(
 
 
 class _NoFile(Exception):
-    """The run folder holds no measures.json."""
+    """The run folder holds no measures.json, or one of a run the budget did not start."""
 
 
 def _read_run(
@@ -178,6 +180,8 @@ def _read_run(
         )
     problems = [str(item) for item in data.get("problems") or []]
     status = data["status"]
+    if status == NOT_STARTED:  # not a run: one of the missing, with its reason
+        raise _NoFile(path)
     if secret is not None and not seal_holds(text, secret):
         status, problems = "invalid", [*problems, changed_problem(["measures.json"])]
     return RunRecord(
@@ -207,7 +211,7 @@ def structure_problem(data: dict, cells_by_name: dict, tasks: tuple[str, ...] = 
         return f"names cell {cell!r}, which the frozen scenario does not have (it has {known})"
     if not isinstance(rep, int) or isinstance(rep, bool) or rep < 1:
         return "has no 'rep' (an integer >= 1)"
-    if status not in STATUSES:
+    if status not in STATUSES and status != NOT_STARTED:
         return f"has status {status!r}; expected one of {', '.join(STATUSES)}"
     task = data.get("task") or ""
     if tasks and task not in tasks:
@@ -254,20 +258,36 @@ def read_all_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[Ba
 
 
 def missing_runs(results_dir: Path, scenario, present: set[str] | None = None) -> list[MissingRun]:
-    """Expected runs (every cell x task x repetitions 1..N) with no measures.json at all.
+    """Expected runs (every cell x task x repetitions 1..N) with no measures.json at all, or one
+    that says the budget did not start the run (its reason then says so).
 
-    `present` is the set of run folders (`runs/<slug>/r<NN>`) known to hold one, when the caller
-    has just listed them; otherwise the file system is asked run by run.
+    `present` is the set of run folders (`runs/<slug>/r<NN>`) known to hold a run's, when the
+    caller has just listed them; otherwise the file system is asked run by run.
     """
     folder = ResultsFolder(Path(results_dir))
     missing = []
     for cell in scenario.run_cells:
         for rep in range(1, scenario.repetitions + 1):
             relative = _relative_run_folder(cell.slug, rep)
+            measures = folder.run(cell.slug, rep).measures
             if present is not None:
                 found = relative in present
             else:
-                found = folder.run(cell.slug, rep).measures.exists()
+                found = measures.exists() and not_started_reason(measures) is None
             if not found:
-                missing.append(MissingRun(cell.name, rep, relative, cell.task))
+                reason = not_started_reason(measures) or ""
+                missing.append(MissingRun(cell.name, rep, relative, cell.task, reason))
     return missing
+
+
+def not_started_reason(measures: Path) -> str | None:
+    """`not started: budget reached (…)` when the measures.json is of a run the budget did not
+    start; None otherwise (no file, or a run)."""
+    try:
+        data = json.loads(Path(measures).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("status") != NOT_STARTED:
+        return None
+    problems = data.get("problems") or []
+    return str(problems[0]) if problems else BUDGET_REACHED

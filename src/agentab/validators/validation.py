@@ -16,6 +16,7 @@ from pathlib import Path
 
 from agentab.etalon import checkout_with_patch
 from agentab.files import results_secret, write_sealed_json
+from agentab.run.budget import NOT_STARTED
 from agentab.run.process import end_stale_twin
 from agentab.run.setup import run_setup
 from agentab.validators import JudgeSettings, invalid_output, prepare_job
@@ -51,8 +52,10 @@ def validate_run(
     end_stale_twin(files.lock)
     secret = results_secret(files.secret)
     record = json.loads(files.record.read_text(encoding="utf-8"))
-    if (record.get("outcome") or {}).get("status") == "failed":
-        output = invalid_output(spec.name, spec.mode, "not scored: the agent's run failed")
+    status = (record.get("outcome") or {}).get("status")
+    if status in ("failed", NOT_STARTED):
+        why = "the agent's run failed" if status == "failed" else "the run was not started"
+        output = invalid_output(spec.name, spec.mode, f"not scored: {why}")
         write_sealed_json(output, files.output, secret)
         return output
     context = build_context(record, files.patch.read_bytes(), cell.prompt, secret)

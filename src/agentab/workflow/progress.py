@@ -7,8 +7,11 @@ that looks at the run folders every few seconds (a measures.json is a measured r
 of a faults.jsonl is a fault) and prints a line whenever the count changes. It reads only
 files, so it works the same when the jobs run on a cluster's nodes.
 
-Cost is shown only where a provider reports it: the offline model costs nothing (pi is told
-prices for it all the same), so its runs count no dollars and the line says so.
+Cost is shown only where a provider reports it or a price is known: the offline model costs
+nothing unless its policy sets a price, so its runs count no dollars and the line says so. A
+scenario with `[protocol] budget_usd` shows its spend against it, from its ledger (faults
+included), and the runs the budget did not start: `… · 2 not started (budget reached) ·
+spent 0.0412 of 0.0500 USD budget`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from agentab.run.budget import NOT_STARTED, read_ledger, usd
 from agentab.workflow.storage import storage_problem
 
 OFFLINE_PROVIDER = "offline"
@@ -39,6 +43,7 @@ class RunUsage:
     tokens: int
     cost_usd: float | None  # None: no cost reported, or the offline model
     offline: bool
+    not_started: bool = False  # the budget did not start it: not a run measured
 
 
 @dataclass
@@ -52,6 +57,8 @@ class Snapshot:
     cost_usd: float  # over the runs whose provider reports a cost
     priced_runs: int
     offline_runs: int
+    not_started: int = 0
+    budget: tuple[float, float] | None = None  # (spent, budget) over the scenarios with one
 
 
 @dataclass
@@ -65,15 +72,19 @@ class RunCounter:
     folders: list[Path]
     redone: frozenset[Path] = frozenset()
     since: int = 0
+    budgets: tuple[tuple[Path, float], ...] = ()  # (ledger, budget_usd) per scenario with one
     _usage: dict[Path, tuple[int, RunUsage]] = field(default_factory=dict)
 
     def snapshot(self) -> Snapshot:
-        measured = faults = tokens = priced = offline = 0
+        measured = faults = tokens = priced = offline = not_started = 0
         cost = 0.0
         for folder in self.folders:
             faults += count_lines(folder / FAULTS_FILE)
             usage = self._measured(folder / MEASURES_FILE)
             if usage is None:
+                continue
+            if usage.not_started:
+                not_started += 1
                 continue
             measured += 1
             tokens += usage.tokens
@@ -81,7 +92,13 @@ class RunCounter:
             if usage.cost_usd is not None:
                 priced += 1
                 cost += usage.cost_usd
-        return Snapshot(len(self.folders), measured, faults, tokens, cost, priced, offline)
+        budget = None
+        if self.budgets:
+            spent = sum(read_ledger(ledger).spent_usd for ledger, _ in self.budgets)
+            budget = (spent, sum(limit for _, limit in self.budgets))
+        return Snapshot(
+            len(self.folders), measured, faults, tokens, cost, priced, offline, not_started, budget
+        )
 
     def _measured(self, path: Path) -> RunUsage | None:
         try:
@@ -104,11 +121,14 @@ def read_usage(path: Path) -> RunUsage:
         provenance = data.get("provenance") or {}
     except (OSError, ValueError, AttributeError):
         return RunUsage(0, None, False)
+    if data.get("status") == NOT_STARTED:
+        return RunUsage(0, None, False, not_started=True)
     tokens = provenance.get("tokens") or {}
     used = sum(v for v in tokens.values() if isinstance(v, int) and not isinstance(v, bool))
     offline = provenance.get("provider") == OFFLINE_PROVIDER
     cost = provenance.get("cost_usd")
-    priced = not offline and isinstance(cost, int | float) and not isinstance(cost, bool)
+    priced = isinstance(cost, int | float) and not isinstance(cost, bool)
+    priced = priced and (not offline or cost > 0)  # a priced offline policy costs something
     return RunUsage(used, float(cost) if priced else None, offline)
 
 
@@ -134,7 +154,11 @@ def progress_line(now: Snapshot, start: Snapshot, elapsed_s: float) -> str:
     if left is not None:
         parts.append(f"~{duration(left, coarse=True)} left")
     parts.append(f"{count(now.tokens)} tokens")
-    if now.priced_runs:
+    if now.not_started:
+        parts.append(f"{now.not_started} not started (budget reached)")
+    if now.budget is not None:
+        parts.append(f"spent {usd(now.budget[0])} of {usd(now.budget[1])} USD budget")
+    elif now.priced_runs:
         parts.append(f"{now.cost_usd:.2f} USD")
     elif now.offline_runs and now.offline_runs == now.measured:
         parts.append("no cost (offline model)")
@@ -145,9 +169,10 @@ def time_left(now: Snapshot, start: Snapshot, elapsed_s: float) -> float | None:
     """The remaining runs at the pace of the runs measured since the start; None until one
     is, and once every run is."""
     done = now.measured - start.measured
-    if done <= 0 or elapsed_s <= 0 or now.measured >= now.total:
+    left = now.total - now.measured - now.not_started
+    if done <= 0 or elapsed_s <= 0 or left <= 0:
         return None
-    return (now.total - now.measured) * elapsed_s / done
+    return left * elapsed_s / done
 
 
 def duration(seconds: float, coarse: bool = False) -> str:
@@ -186,11 +211,13 @@ class Progress:
         interval_s: float = INTERVAL_S,
         clock=time.monotonic,
         redone: Iterable[Path] = (),
+        budgets: Iterable[tuple[Path, float]] = (),
     ):
         self.counter = RunCounter(
             [Path(folder) for folder in folders],
             frozenset(Path(path).absolute() for path in redone),
             time.time_ns(),
+            tuple((Path(ledger), float(limit)) for ledger, limit in budgets),
         )
         self.out = out
         self.interval_s = interval_s
@@ -209,7 +236,7 @@ class Progress:
     def tick(self, force: bool = False) -> str | None:
         """Print the line if the counts changed since the last one (or when forced)."""
         now = self.counter.snapshot()
-        key = (now.measured, now.faults)
+        key = (now.measured, now.faults, now.not_started)
         if key == self.shown and not force:
             return None
         self.shown = key
@@ -235,9 +262,12 @@ class Progress:
 
 
 def start_progress(
-    folders: Iterable[Path], interval_s: float = INTERVAL_S, redone: Iterable[Path] = ()
+    folders: Iterable[Path],
+    interval_s: float = INTERVAL_S,
+    redone: Iterable[Path] = (),
+    budgets: Iterable[tuple[Path, float]] = (),
 ) -> Progress:
-    return Progress(folders, interval_s=interval_s, redone=redone).begin()
+    return Progress(folders, interval_s=interval_s, redone=redone, budgets=budgets).begin()
 
 
 def outputs_due(snakemake_workflow, rule: str) -> list[Path]:

@@ -28,6 +28,7 @@ from agentab.files import seal_holds
 from agentab.layout import ResultsFolder, RunFolder, split_run_slug
 from agentab.synthesis.integrity import CHANGED_PREFIX, read_secret
 from agentab.synthesis.results import structure_problem
+from agentab.workflow.budget import budget_on_start
 from agentab.workflow.storage import refuse_unwritable_folders, stop_on_storage_error
 
 
@@ -324,7 +325,8 @@ def repair_on_start(snakemake_workflow, workflow, argv: list[str]) -> None:
     if not dry:
         refuse_unwritable_folders(workflow)
     try:
-        lines = repair_workflow(workflow, dry=dry)
+        lines = budget_on_start(workflow, dry)  # first: a run tried again is a run to redo
+        lines += repair_workflow(workflow, dry=dry)
     except OSError as error:
         stop_on_storage_error(error)
     for line in lines:

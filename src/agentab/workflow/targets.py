@@ -22,10 +22,12 @@ import agentab
 from agentab.errors import AgentabError, problem
 from agentab.harnesses import module_name
 from agentab.layout import Layout, rep_folder
+from agentab.run.budget import NOT_STARTED
 from agentab.run.confinement import BWRAP, require_sandbox
 from agentab.run.recording_proxy import endpoint_for
 from agentab.scenario import Scenario, content_sha256, load_scenario
 from agentab.validators import CONFIG_KEYS, validator_timeout_s
+from agentab.workflow.budget import budget_summary
 
 # The package files that decide the synthesis: editing one reruns only the synthesis.
 SYNTHESIS_CODE = (
@@ -284,11 +286,13 @@ def measured_summary(workflow: Workflow) -> str:
             except (OSError, ValueError):
                 continue
             statuses[status] = statuses.get(status, 0) + 1
+        not_started = statuses.pop(NOT_STARTED, 0)
         done = sum(statuses.values())
         counts = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none yet"
         synthesis = workflow.layout.results(name).output("synthesis.md")
         lines.append(
             f"agentab: {name}: {done}/{len(workflow.runs(name))} runs measured ({counts})"
+            + budget_summary(workflow, name, not_started)
             + (f"; read {synthesis}" if synthesis.exists() else "")
         )
     return "\n".join(lines)

@@ -107,6 +107,7 @@ ISOLATION_CONFIG = {
 
 class CodexHarness(NpmHarness):
     name = "codex"
+    reports_cost = False  # its stream states tokens only: priced by agentab.prices
     package = "@openai/codex"
     bin_name = "codex"
     # An agent definition that is not a .toml role file is refused at the run (brick_refusal).

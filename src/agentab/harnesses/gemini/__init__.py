@@ -95,6 +95,7 @@ SKILLS_REFUSED = (
 
 class GeminiHarness(NpmHarness):
     name = "gemini"
+    reports_cost = False  # its stream states tokens only: priced by agentab.prices
     package = "@google/gemini-cli"
     bin_name = "gemini"
     refused_bricks = {"skills": SKILLS_REFUSED}
