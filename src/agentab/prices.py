@@ -10,6 +10,11 @@ then refused at load for a harness that reports none (`agentab check`), rather t
 Prices are USD per million tokens, list prices of the provider's own API, standard tier, for
 prompts within the smallest context tier. Cache reads and writes count at the input price: an
 upper bound, since providers discount cache reads.
+
+The Anthropic figures were checked against Anthropic's model pages on 2026-12-04 (the 4.1 and
+earlier ones through their Batch API prices, half the standard ones); the OpenAI and Google
+figures are their list prices as of the table's date and were not checked again since. A model
+released after them is not in the table: add it with its pinned id, its price and the date.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class Price:
 # model id -> (input, output), USD per million tokens, by the provider that lists it.
 _TABLE: dict[str, dict[str, tuple[float, float]]] = {
     "anthropic": {
+        "claude-opus-4-5-20251101": (5.0, 25.0),
         "claude-opus-4-1-20250805": (15.0, 75.0),
         "claude-opus-4-20250514": (15.0, 75.0),
         "claude-sonnet-4-5-20250929": (3.0, 15.0),
