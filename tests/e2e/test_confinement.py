@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.workflow import REPO, SNAKEMAKE, Counting, make_project, set_agent
+from tests.e2e.workflow import REPO, SNAKEMAKE, Counting, make_project, set_agent, snakemake
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -148,6 +148,20 @@ def caller_environment() -> dict[str, str]:
     return {**os.environ, CANARY_ENV: "canary-value"}
 
 
+HARMLESS = """
+[policy]
+description = "Runs the tests, and nothing else."
+
+[[steps]]
+id = "tests"
+action = "run"
+command = "python3 -m unittest"
+
+[final]
+text = "Done."
+"""
+
+
 def test_the_same_attacks_succeed_unconfined(tmp_path, pi_installation):
     # The control: with `confinement: none` (the escape a person may choose), the attacks above
     # work, so the test above would see them if the sandbox let one through.
@@ -164,11 +178,14 @@ def test_the_same_attacks_succeed_unconfined(tmp_path, pi_installation):
     assert Counting.hits > 0
     run = json.loads(next((project / "results" / "demo" / "runs").rglob("run.json")).read_text())
     assert run["confinement"]["mode"] == "none"
-    # Whatever the poisoned mirror let through, the synthesis says first that runs were open.
-    agentab = SNAKEMAKE.parent / "agentab"
-    subprocess.run([str(agentab), "synthesize", "results/demo"], cwd=project, check=True)
+    # The synthesis says first that runs were open. The attacks above blank measures in a race
+    # with the jobs that write them, so the runs it reads are made again by a harmless agent,
+    # still unconfined.
+    (project / "demo" / "attack.toml").write_text(HARMLESS)
+    result = snakemake(project)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     synthesis = (project / "results" / "demo" / "synthesis.md").read_text()
-    assert "ran unconfined (`confinement: none`)" in synthesis.split("## Matrix")[0]
+    assert "4 runs ran unconfined (`confinement: none`)" in synthesis.split("## Matrix")[0]
 
 
 EVIL_VALIDATOR = """#!/usr/bin/env python3
