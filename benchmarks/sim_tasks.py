@@ -7,9 +7,9 @@ is none, by number of tasks and runs per task. docs/synthesis.md keeps the table
 Under the null both cells draw each task's runs from that task's own distribution; the tasks
 differ (one easy, one hard, ...), as real tasks do. Every "established" is a false positive.
 The verdict is the synthesis's own: each (cell, task) group resampled on its own
-(`strata.resample_group`), the pooled draws the mean of the tasks' (`strata.pooled_draws`), the
+(`strata.resample_group`: with several tasks, a rate at its smoothed value), the pooled draws the mean of the tasks' (`strata.pooled_draws`), the
 95% percentile interval, and no gap established from fewer than `stats.MIN_RUNS_PER_GROUP`
-valid runs per cell over all its tasks. The target: at most 5% everywhere.
+valid runs per cell over all its tasks, or `stats.MIN_RUNS_PER_TASK` in any task. The target: at most 5% everywhere.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 
 from agentab.metrics import MEDIAN, RATE
 from agentab.synthesis import stats
-from agentab.synthesis.strata import pooled_draws
+from agentab.synthesis.strata import pooled_draws, smoothed_rate_draws
 
 TASKS = range(1, 6)
 RUNS_PER_TASK = (2, 3, 5, 10)
@@ -32,10 +32,23 @@ DISTRIBUTIONS = {
 }
 
 
+def resample(kind: str, values: list, key: str, tasks: int) -> np.ndarray:
+    """As `strata.resample_group` does: several tasks smooth a rate, one task does not."""
+    rng = stats.generator_for(key)
+    if tasks > 1 and kind == RATE:
+        return smoothed_rate_draws(values, rng)
+    return stats.resample_statistic(kind, values, rng)
+
+
+def never_established(tasks: int, n: int) -> bool:
+    """The rule's minimums: runs per cell over its tasks, and runs per cell in each task."""
+    return tasks * n < stats.MIN_RUNS_PER_GROUP or (tasks > 1 and n < stats.MIN_RUNS_PER_TASK)
+
+
 def false_positive_rate(kind, draw, tasks: int, n: int, experiments: int) -> float:
     rng = np.random.default_rng(tasks * 7919 + n)
-    if tasks * n < stats.MIN_RUNS_PER_GROUP:
-        return 0.0  # never established: the rule's minimum of runs per cell
+    if never_established(tasks, n):
+        return 0.0
     established = 0
     for experiment in range(experiments):
         pooled = []
@@ -46,9 +59,7 @@ def false_positive_rate(kind, draw, tasks: int, n: int, experiments: int) -> flo
             pooled.append(
                 pooled_draws(
                     [
-                        stats.resample_statistic(
-                            kind, list(g), stats.generator_for(f"{cell}{experiment}.{t}")
-                        )
+                        resample(kind, list(g), f"{cell}{experiment}.{t}", tasks)
                         for t, g in enumerate(groups)
                     ]
                 )
@@ -74,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             rates = [false_positive_rate(kind, draw, t, n, experiments) for t in TASKS]
             worst = max(worst, *rates)
             shown = [
-                "—" if t * n < stats.MIN_RUNS_PER_GROUP else f"{100 * rate:.1f}%"
+                "—" if never_established(t, n) else f"{100 * rate:.1f}%"
                 for t, rate in zip(TASKS, rates, strict=True)
             ]
             print(f"| {name} | {n} | " + " | ".join(shown) + " |")

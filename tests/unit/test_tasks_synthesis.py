@@ -4,6 +4,7 @@ independent computation, the A/A copy outside the Holm family, the task columns.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 from pathlib import Path
 
@@ -147,8 +148,10 @@ def test_the_stratified_bootstrap_matches_an_independent_computation(tmp_path):
     def rate_draws(cell: str, task: str) -> np.ndarray:
         values = np.array(RAN[cell, task], dtype=float)
         rng = stats.generator_for(stratum_key("ran_tests", cell, task))
-        # The same stream, the same law: a binomial count of the group's successes.
-        return rng.binomial(values.size, values.mean(), size=stats.DRAWS) / values.size
+        # The same stream, the same law: a binomial count of the group's successes, at its rate
+        # with half a success and half a failure added (several tasks: strata.SMOOTHING).
+        rate = (values.sum() + 0.5) / (values.size + 1)
+        return rng.binomial(values.size, rate, size=stats.DRAWS) / values.size
 
     pooled = {
         cell: (rate_draws(cell, "easy") + rate_draws(cell, "hard")) / 2
@@ -304,3 +307,21 @@ def test_two_task_rebuilds_are_byte_identical(tmp_path):
     first = {name: (folder / name).read_bytes() for name in ("cells.csv", "gaps.csv", "gaps.svg")}
     synthesize(folder)
     assert first == {name: (folder / name).read_bytes() for name in first}
+
+
+def test_a_pooled_gap_needs_a_few_runs_in_every_task():
+    """Enough runs in all, too few in one task: never established, and it says why."""
+    from agentab.synthesis import stats
+    from agentab.synthesis.verdicts import Gap, too_few_runs
+
+    verdict = stats.GapVerdict(gap=0.4, ci_low=0.1, ci_high=0.7, p=0.01, verdict=stats.ESTABLISHED)
+    gap = Gap(
+        cell="rule", reference="nothing", metric="ran_tests", kind="rate", n_cell=10, n_ref=10,
+        value_cell=0.7, value_ref=0.3, verdict=verdict, p_holm=0.01, fewest_in_a_task=2,
+    )  # fmt: skip
+    judged = too_few_runs(gap)
+    assert not judged.verdict.is_established
+    assert judged.verdict_text == "inconclusive: fewer than 3 valid runs of a cell in a task"
+    assert "at least 3 valid runs of each cell in each task (the fewest here: 2)" in judged.note
+    enough = too_few_runs(dataclasses.replace(gap, fewest_in_a_task=3))
+    assert enough.verdict.is_established and enough.verdict_text == "established"

@@ -15,7 +15,7 @@ from agentab.commands.etalon_checks import etalon_warnings, try_setup
 from agentab.errors import ScenarioError
 from agentab.scenario import Cell, Scenario, load_scenario
 from agentab.scenario.rules import check_scale
-from agentab.synthesis.stats import MIN_RUNS_PER_GROUP
+from agentab.synthesis.stats import MIN_RUNS_PER_GROUP, MIN_RUNS_PER_TASK
 
 
 def register(subparsers) -> None:
@@ -113,7 +113,16 @@ def credentials_line(scenario: Scenario, config: Path) -> str:
 def repetitions_warnings(scenario: Scenario) -> list[str]:
     """Fewer repetitions than a verdict needs make every gap inconclusive, whatever it shows."""
     tasks = max(1, len(scenario.tasks))
-    if len(scenario.cells) < 2 or scenario.repetitions * tasks >= MIN_RUNS_PER_GROUP:
+    if len(scenario.cells) < 2:
+        return []
+    if tasks > 1 and scenario.repetitions < MIN_RUNS_PER_TASK:
+        return [
+            f"{scenario.path}: [protocol] repetitions = {scenario.repetitions} is below the "
+            f"{MIN_RUNS_PER_TASK} valid runs of each cell in each task a pooled gap needs to be "
+            f"established: every gap will be inconclusive; set repetitions = "
+            f"{max(MIN_RUNS_PER_TASK, -(-MIN_RUNS_PER_GROUP // tasks))} or more"
+        ]
+    if scenario.repetitions * tasks >= MIN_RUNS_PER_GROUP:
         return []
     if scenario.tasks:  # the minimum applies to a cell's runs over all its tasks
         return [

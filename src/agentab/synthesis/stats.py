@@ -41,6 +41,8 @@ from agentab.metrics import MEDIAN, RATE, median
 # number is the smallest group size from which the rule's false-positive rate stays at or under
 # 5% in simulation (benchmarks/sim_small_samples.py; the table is in docs/synthesis.md).
 MIN_RUNS_PER_GROUP = 9
+# With several tasks, a pooled gap also needs this many valid runs of each cell in each task.
+MIN_RUNS_PER_TASK = 3
 SEED = 20_250_101
 DRAWS = 10_000
 CONFIDENCE = 0.95

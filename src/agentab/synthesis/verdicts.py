@@ -33,6 +33,7 @@ HOLM_LEVEL = 0.05
 WORKERS = max(1, min(4, os.cpu_count() or 1))
 PENDING_NOTE = "no value yet: pending a human form in every valid run"
 SHORT_OF_RUNS = f"fewer than {stats.MIN_RUNS_PER_GROUP} valid runs per group"
+SHORT_IN_A_TASK = f"fewer than {stats.MIN_RUNS_PER_TASK} valid runs of a cell in a task"
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Gap:
     note: str = ""  # why an interval that excludes 0 is still not an established gap
     task: str = ALL  # a task's name: a per-task gap, descriptive (no verdict)
     calibration: bool = False  # the A/A copy of the reference against the reference
+    fewest_in_a_task: int | None = None  # a pooled gap over several tasks: its smallest group
 
     @property
     def pooled(self) -> bool:
@@ -77,7 +79,17 @@ class Gap:
     @property
     def short_of_runs(self) -> bool:
         """Too few valid runs in a group for this gap ever to be established."""
-        return min(self.n_cell, self.n_ref) < stats.MIN_RUNS_PER_GROUP
+        return bool(self.shortage)
+
+    @property
+    def shortage(self) -> str:
+        """Why this gap can never be established for want of runs; "" when it can."""
+        if min(self.n_cell, self.n_ref) < stats.MIN_RUNS_PER_GROUP:
+            return SHORT_OF_RUNS
+        few = self.fewest_in_a_task
+        if few is not None and few < stats.MIN_RUNS_PER_TASK:
+            return SHORT_IN_A_TASK
+        return ""
 
     @property
     def verdict_text(self) -> str:
@@ -85,7 +97,7 @@ class Gap:
         if self.verdict.is_established:
             return "established"
         if self.short_of_runs:
-            return f"inconclusive: {SHORT_OF_RUNS}"
+            return f"inconclusive: {self.shortage}"
         return "inconclusive"
 
 
@@ -295,6 +307,7 @@ def compute_gaps(
             metric=metric,
             kind=types[metric].kind,
             n_cell=mine.n,
+            fewest_in_a_task=fewest_in_a_task(by_key, (cell, reference), metric, strata, task),
             n_ref=theirs.n,
             value_cell=mine.value,
             value_ref=theirs.value,
@@ -312,12 +325,21 @@ def compute_gaps(
     return [too_few_runs(gap) if gap.pooled else gap for gap in gaps]
 
 
+def fewest_in_a_task(by_key: dict, cells, metric: str, strata, task: str) -> int | None:
+    """The smallest (cell, task) group of a pooled gap over several tasks; None otherwise."""
+    if task != ALL or len(strata) < 2:
+        return None
+    return min(by_key[cell, metric, name].n for cell in cells for name in strata)
+
+
 def too_few_runs(gap: Gap) -> Gap:
     """A gap is never established from fewer than stats.MIN_RUNS_PER_GROUP valid runs in either
     group: a bootstrap of so few values has too little spread, and chance alone looks certain.
     Every such gap says so, or a reader takes `+100 pp [+100, +100] inconclusive` for a riddle."""
     if not gap.short_of_runs:
         return gap
+    if gap.shortage == SHORT_IN_A_TASK:
+        return short_in_a_task(gap)
     smallest = min(gap.n_cell, gap.n_ref)
     runs = f"{gap.n_cell} and {gap.n_ref} valid runs here"
     needed = f"a gap needs at least {stats.MIN_RUNS_PER_GROUP} per group to be established"
@@ -329,3 +351,17 @@ def too_few_runs(gap: Gap) -> Gap:
     )
     verdict = dataclasses.replace(gap.verdict, verdict=stats.INCONCLUSIVE)
     return dataclasses.replace(gap, verdict=verdict, note=note)
+
+
+def short_in_a_task(gap: Gap) -> Gap:
+    """A pooled gap whose cells have enough runs in all, but too few in one task: a task's
+    rate or median from so few runs has no spread to speak of (`benchmarks/sim_tasks.py`:
+    with 2 runs per task, 19% of null gaps came out established)."""
+    needed = (
+        f"a pooled gap needs at least {stats.MIN_RUNS_PER_TASK} valid runs of each cell in each "
+        f"task (the fewest here: {gap.fewest_in_a_task})"
+    )
+    if not gap.verdict.is_established:
+        return dataclasses.replace(gap, note=f"{SHORT_IN_A_TASK}: {needed}")
+    verdict = dataclasses.replace(gap.verdict, verdict=stats.INCONCLUSIVE)
+    return dataclasses.replace(gap, verdict=verdict, note=f"its interval excludes 0, but {needed}")
