@@ -13,12 +13,13 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.e2e.workflow import REPO, SNAKEMAKE, make_project, measures_files
+from tests.e2e.workflow import REPO, SNAKEMAKE, make_project, measures_files, set_agent
 
 pytestmark = [pytest.mark.slurm, pytest.mark.e2e, pytest.mark.slow]
 
@@ -112,3 +113,70 @@ def test_the_demo_on_slurm_ends_as_it_does_locally(slurm_cluster, pi_installatio
     assert (cluster / "results" / "demo" / "synthesis.md").stat().st_size > 0
     queue = run(["squeue", "-h", "-o", "%i"], cluster, 30)
     assert queue.returncode == 0 and set(queue.stdout.split()).isdisjoint(submitted)
+
+
+SLOW = """
+[policy]
+description = "Takes its time, then fixes mean."
+
+[[steps]]
+id = "wait"
+action = "run"
+command = "sleep 25; echo zq-slept"
+
+[[steps]]
+id = "fix"
+action = "edit"
+path = "calc.py"
+old = "len(values) - 1"
+new = "len(values)"
+
+[final]
+text = "Fixed."
+"""
+
+
+def running_jobs(cwd: Path) -> list[str]:
+    queue = run(["squeue", "-h", "-o", "%i %T"], cwd, 30)
+    return [line.split()[0] for line in queue.stdout.splitlines() if line.endswith("RUNNING")]
+
+
+def test_a_cancelled_slurm_job_loses_nothing_and_is_redone(
+    slurm_cluster, pi_installation, tmp_path
+):
+    """`scancel` of a job while its agent runs: no traceback, no lock or process left behind,
+    and every run measured in the end (retried by this invocation, or redone by the next)."""
+    project = slurm_project(tmp_path / "cancel", pi_installation.root.parents[1])
+    (project / "demo" / "slow.toml").write_text(SLOW)
+    set_agent(project, model="slow.toml", timeout="2m")
+    argv = [
+        str(SNAKEMAKE), "--workflow-profile", "profiles/slurm",
+        "--slurm-init-seconds-before-status-checks", "2",
+    ]  # fmt: skip
+    log = tmp_path / "snakemake.log"
+    with open(log, "w") as out:
+        workflow = subprocess.Popen(
+            ["timeout", "-k", "10", "600", *argv], cwd=project, stdout=out,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    runs = project / "results" / "demo" / "runs"
+    deadline = time.monotonic() + 240
+    cancelled = None
+    while cancelled is None and time.monotonic() < deadline and workflow.poll() is None:
+        locked = list(runs.glob("*/r01/agent.lock"))
+        jobs = running_jobs(project)
+        if locked and jobs:  # an agent is at work inside a running job
+            cancelled = jobs[0]
+            assert run(["scancel", cancelled], project, 30).returncode == 0
+        time.sleep(0.5)
+    assert cancelled is not None, log.read_text()[-4000:]
+    assert workflow.wait(timeout=600) is not None
+    again = run(argv, project, 600)
+    output = log.read_text() + again.stdout + again.stderr
+    assert again.returncode == 0, output[-6000:]
+    assert "Traceback" not in output, output[-6000:]
+    assert set(statuses(project)) == {f"{cell}/r01" for cell in CELLS}
+    assert not list(runs.glob("*/r01/agent.lock"))
+    left = subprocess.run(["pgrep", "-f", "zq-slept"], capture_output=True, text=True)
+    assert left.stdout == ""
+    assert cancelled not in run(["squeue", "-h", "-o", "%i"], project, 30).stdout.split()
