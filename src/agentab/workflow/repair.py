@@ -64,19 +64,19 @@ class VerifiedFiles:
         except (OSError, ValueError, AttributeError):
             pass  # no memory: every file is read
 
-    def read(self, path: Path) -> tuple[bool, object]:
-        """(exists, parsed JSON, None when unreadable, or UNCHANGED)."""
+    def read(self, path: Path) -> tuple[bool, object, bytes]:
+        """(exists, parsed JSON, None when unreadable, or UNCHANGED; the bytes read)."""
         try:
             text = path.read_bytes()
         except FileNotFoundError:
-            return False, None
+            return False, None, b""
         except OSError:
-            return True, None
+            return True, None, b""
         key, digest = str(path), content_digest(text)
         self._digests[key] = digest
         if self.known.get(key) == digest:
-            return True, UNCHANGED
-        return True, _parse(text)
+            return True, UNCHANGED, text
+        return True, _parse(text), text
 
     def trust(self, path: Path) -> None:
         if (digest := self._digests.get(str(path))) is not None:
@@ -194,22 +194,22 @@ def check_run(
     verified = verified or VerifiedFiles(None, "")
 
     def problem_of(path: Path, check) -> str | None:
-        exists, data = verified.read(path)
+        exists, data, text = verified.read(path)
         if not exists:
             return None
-        why = None if data is UNCHANGED else check(data) or seal_problem(path)
+        why = None if data is UNCHANGED else check(data) or seal_problem(text)
         if why is None:
             verified.trust(path)
         return why
 
-    def seal_problem(path: Path) -> str | None:
+    def seal_problem(text: bytes) -> str | None:
+        """The seal of the bytes just read and checked: the file is not read a second time."""
         if secret is None:
             return None
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            return None if seal_holds(text.decode("utf-8"), secret) else UNSEALED
+        except UnicodeDecodeError:
             return "cannot be read"
-        return None if seal_holds(text, secret) else UNSEALED
 
     def remove(paths: list[Path], why: str, first: Path) -> None:
         removed.append(f"{first}: {why}")
