@@ -41,14 +41,25 @@ def read_secret(results_dir: Path) -> str | None:
 
 def unsealed(paths: list[Path], secret: str) -> list[str]:
     """The names of the files among `paths` whose seal does not hold."""
-    broken = []
+    contents = {}
     for path in paths:
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            contents[Path(path)] = Path(path).read_bytes()
+        except OSError:
+            contents[Path(path)] = b""
+    return unsealed_contents(contents, secret)
+
+
+def unsealed_contents(contents: dict[Path, bytes], secret: str) -> list[str]:
+    """The names of the files whose bytes (already read) carry no seal that holds."""
+    broken = []
+    for path, data in contents.items():
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
             text = ""
         if not seal_holds(text, secret):
-            broken.append(relative_name(Path(path)))
+            broken.append(relative_name(path))
     return broken
 
 

@@ -8,15 +8,21 @@ stays valid and the metric simply has no value yet.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
-from agentab.files import file_sha256, write_json, write_sealed_json
+from agentab.files import write_json, write_sealed_json
 from agentab.layout import RunFolder, run_id
 from agentab.run.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.scenario import Cell, Scenario
 from agentab.synthesis.builtin import builtin_metrics
-from agentab.synthesis.integrity import changed_problem, read_secret, relative_name, unsealed
+from agentab.synthesis.integrity import (
+    changed_problem,
+    read_secret,
+    relative_name,
+    unsealed_contents,
+)
 
 SCHEMA_VERSION = 1
 ANSWERS_SUFFIX = ".answers.json"
@@ -174,8 +180,10 @@ def measure_run(
     A validator's output file is named after it (`<validator>.json`), a form's checked answers
     after the form (`<validator>.answers.json`).
     """
-    run = read_json(record)
-    by_validator = {Path(path).stem: read_json(path) for path in outputs}
+    # Each source is read once: parsed here, its seal and hash checked below.
+    sources = {Path(path): Path(path).read_bytes() for path in [record, *outputs]}
+    run = json.loads(sources[Path(record)])
+    by_validator = {Path(path).stem: json.loads(sources[Path(path)]) for path in outputs}
     run_name = run_id(cell.slug, rep)
     form_answers = {
         Path(path).name.removesuffix(ANSWERS_SUFFIX): read_json(path)["answers"].get(run_name, {})
@@ -189,10 +197,12 @@ def measure_run(
     if secret is None:  # a folder made by hand, without agentab's secret: nothing is sealed
         write_json(measures, out)
         return measures
-    changed = unsealed([Path(record), *map(Path, outputs)], secret)
+    changed = unsealed_contents(sources, secret)
     if changed:
         measures["status"] = "invalid"
         measures["problems"].append(changed_problem(changed))
-    measures["inputs"] = {relative_name(Path(p)): file_sha256(p) for p in [record, *outputs]}
+    measures["inputs"] = {
+        relative_name(path): hashlib.sha256(data).hexdigest() for path, data in sources.items()
+    }
     write_sealed_json(measures, out, secret)
     return measures
