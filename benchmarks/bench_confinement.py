@@ -17,9 +17,9 @@ import threading
 import time
 from pathlib import Path
 
-from agentab.run.confinement import View
+from agentab.confinement.bwrap import View
+from agentab.confinement.endpoint import ENDPOINT_URL, Sandbox
 from agentab.run.process import run_process
-from agentab.run.sandbox import ENDPOINT_URL, Sandbox
 
 TARGET_S = 0.1
 ENV = {"PATH": "/usr/bin:/bin"}

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from agentab.confinement.bwrap import View, require_sandbox, sandbox_problem
+from agentab.confinement.endpoint import ENDPOINT_URL, Sandbox
 from agentab.errors import AgentabError
-from agentab.run.confinement import View, require_sandbox, sandbox_problem
 from agentab.run.process import run_process
-from agentab.run.sandbox import ENDPOINT_URL, Sandbox
 
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
 
@@ -194,9 +194,9 @@ def test_inside_translates_whole_host_paths_only():
 AS_ANOTHER_USER = """
 import http.server, json, sys, threading
 from pathlib import Path
-from agentab.run.confinement import View
+from agentab.confinement.bwrap import View
 from agentab.run.process import run_process
-from agentab.run.sandbox import ENDPOINT_URL, Sandbox
+from agentab.confinement.endpoint import ENDPOINT_URL, Sandbox
 
 class Hello(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -256,7 +256,7 @@ def test_a_user_who_is_not_root_gets_the_endpoint_too(tmp_path):
 
 def test_where_no_sandbox_can_start_nothing_runs_unless_a_person_says_none(monkeypatch):
     # As on a cluster without user namespaces: bwrap starts and fails at once.
-    import agentab.run.confinement as confinement
+    import agentab.confinement.bwrap as confinement
 
     monkeypatch.setattr(confinement, "bwrap_path", lambda: Path("/bin/false"))
     confinement.sandbox_problem.cache_clear()
@@ -277,7 +277,7 @@ def test_the_endpoint_waits_while_the_loopback_has_no_address_yet(monkeypatch):
     import errno as errnos
     import socket as sockets
 
-    from agentab.run import sandbox
+    from agentab.confinement import endpoint as sandbox
 
     refusals = [2]
     real_bind = sockets.socket.bind

@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 
 from agentab import etalon
+from agentab.confinement.bwrap import View, require_sandbox
+from agentab.confinement.endpoint import ENDPOINT_URL, Sandbox
+from agentab.confinement.views import agent_view
 from agentab.errors import AgentabError, problem
 from agentab.harnesses import get_harness
-from agentab.run.confinement import View, require_sandbox
 from agentab.run.process import run_process
-from agentab.run.sandbox import ENDPOINT_URL, Sandbox
-from agentab.run.views import agent_view
 from agentab.scenario import load_scenario
 
 PLAIN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/agent/home", "LC_ALL": "C.UTF-8"}

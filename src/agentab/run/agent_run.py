@@ -18,6 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentab import etalon as etalon_module
+from agentab.confinement.bwrap import BWRAP, NONE, View, confinement_record
+from agentab.confinement.endpoint import ENDPOINT_URL, Sandbox
+from agentab.confinement.views import agent_view
 from agentab.errors import AgentabError, low_on_space, problem
 from agentab.files import file_sha256, results_secret, write_json, write_jsonl, write_sealed_json
 from agentab.harnesses import get_harness
@@ -35,7 +38,6 @@ from agentab.layout import RunFolder, run_id
 from agentab.offline_model import serve
 from agentab.offline_model.policy import load_policy
 from agentab.prices import table_price
-from agentab.run.confinement import BWRAP, NONE, View, confinement_record
 from agentab.run.costs import run_cost
 from agentab.run.credentials import read_api_key
 from agentab.run.frozen_bricks import run_copies
@@ -47,9 +49,7 @@ from agentab.run.recording_proxy import (
     recording,
     refuse_a_run_never_answered,
 )
-from agentab.run.sandbox import ENDPOINT_URL, Sandbox
 from agentab.run.setup import path_entries, run_setup
-from agentab.run.views import agent_view
 from agentab.scenario.bricks import place_in_clone
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it

@@ -54,7 +54,7 @@ def run_process(
     """Run a program to its end or to the timeout; its whole process group never outlives it.
 
     `folders` are the attempt's own (its scratch, its clone), removed with it if it is found
-    stale. `sandbox` (a `run.sandbox.Sandbox`) confines it: `argv`, `env` and `cwd` are then
+    stale. `sandbox` (a `confinement.endpoint.Sandbox`) confines it: `argv`, `env` and `cwd` are then
     what the program sees inside. Raises CannotStart when the program cannot be started at all.
     """
     end_stale_twin(lock_path)

@@ -17,14 +17,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from agentab.confinement.bwrap import NONE
+from agentab.confinement.endpoint import Sandbox
+from agentab.confinement.views import CACHE, WORKSPACE, setup_view
 from agentab.etalon import exclude_from_git, git
 from agentab.harnesses.base import HarnessFault
-from agentab.run.confinement import NONE
 from agentab.run.environments import environment_key, keep, kept_environment, lock_for, reuse
 from agentab.run.package_config import PackageConfig, caller_package_config
 from agentab.run.process import CannotStart, run_process
-from agentab.run.sandbox import Sandbox
-from agentab.run.views import CACHE, WORKSPACE, setup_view
 
 SHOWN_LINES = 5
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"

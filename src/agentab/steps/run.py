@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentab.confinement.bwrap import BWRAP, MODES, require_sandbox
 from agentab.layout import RunFolder, run_id
 from agentab.run.agent_run import RunFiles, perform_run
-from agentab.run.confinement import BWRAP, MODES, require_sandbox
 from agentab.run.spending import RunSpending
 from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step

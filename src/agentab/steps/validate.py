@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agentab.confinement.bwrap import BWRAP, MODES, require_sandbox
 from agentab.layout import run_id
-from agentab.run.confinement import BWRAP, MODES, require_sandbox
 from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step
 from agentab.validators import judge_settings_from_config

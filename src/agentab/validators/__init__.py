@@ -95,7 +95,7 @@ class ValidatorJob:
     settings: JudgeSettings = field(default_factory=JudgeSettings)
     lock_path: Path | None = None  # holds the validator's process group while it runs
     scratch_dir: Path | None = None  # this attempt's own folder: removed with a stale twin
-    confinement: str = "bwrap"  # a script runs in a sandbox (run.confinement), unless "none"
+    confinement: str = "bwrap"  # a script runs in a sandbox (agentab.confinement), unless "none"
     path: tuple[str, ...] = ()  # folders of its checkout first on its PATH (`[etalon] path`)
 
     @property

@@ -11,11 +11,11 @@ import json
 import shutil
 from pathlib import Path
 
-from agentab.run.confinement import NONE, View
+from agentab.confinement.bwrap import NONE, View
+from agentab.confinement.endpoint import Sandbox
+from agentab.confinement.views import validator_view
 from agentab.run.process import CannotStart, run_process
-from agentab.run.sandbox import Sandbox
 from agentab.run.setup import path_entries
-from agentab.run.views import validator_view
 from agentab.validators import ValidatorJob, invalid_output, validator_output, validator_timeout_s
 
 SHOWN_OUTPUT_CHARS = 300

@@ -22,7 +22,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from agentab.run.confinement import View, bwrap_argv, hidden_options, info_child_pid
+from agentab.confinement.bwrap import View, bwrap_argv, hidden_options, info_child_pid
 
 # Where a confined agent reaches its model: the same address in every run and every cell.
 ENDPOINT_PORT = 8017

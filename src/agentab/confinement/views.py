@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from agentab.run.confinement import View
+from agentab.confinement.bwrap import View
 
 WORKSPACE = "/workspace"  # the agent's clone, or a validator's checkout: read-write, its cwd
 AGENT = "/agent"  # the agent's scratch: its harness's config dir, HOME and TMPDIR
