@@ -68,6 +68,12 @@ timeout = "2m"
 [protocol]
 repetitions = {repetitions}
 
+[protocol.limits]
+memory = "2G"
+processes = 256
+disk = "1G"
+patch = "1M"
+
 [axes]
 a = {axis_a}
 b = {axis_b}

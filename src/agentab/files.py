@@ -14,10 +14,11 @@ import fcntl
 import hashlib
 import hmac
 import json
+import os
 import re
 import secrets
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 
@@ -110,3 +111,52 @@ def results_secret(path: Path) -> str:
         except OSError:
             partial.unlink(missing_ok=True)
     return path.read_text().strip()
+
+
+@contextmanager
+def open_inside(root: Path, relative: str, flags: int, mode: int = 0o644):
+    """Open `root/relative` (as a binary file object) without following a symbolic link at any
+    step below `root`: a confined process wrote that tree, and a link it made must never carry
+    a write of agentab's (which runs as the caller, often root) out of it. Missing folders on
+    the way are made; a link or a non-folder on the way is an error (OSError)."""
+    parts = [part for part in Path(relative).parts if part not in ("", ".")]
+    if not parts or ".." in parts or Path(relative).is_absolute():
+        raise ValueError(f"{relative!r} is not a path inside a tree")
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            with suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=folder)
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        fd = os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
+    finally:
+        os.close(folder)
+    with os.fdopen(
+        fd, "r+b" if flags & os.O_RDWR else ("wb" if flags & os.O_WRONLY else "rb")
+    ) as handle:
+        yield handle
+
+
+def write_inside(root: Path, relative: str, data: bytes, mode: int = 0o644) -> None:
+    """Write a file at `root/relative` in a tree a confined process wrote: whatever stood
+    there (a file, a link) is replaced, and no link on the way is followed."""
+    parent, _, name = str(relative).rpartition("/")
+    with open_inside(root, f"{parent}/.agentab-partial" if parent else ".agentab-partial",
+                     os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode) as handle:  # fmt: skip
+        handle.write(data)
+    folder = _folder_inside(root, parent)
+    try:
+        os.replace(".agentab-partial", name, src_dir_fd=folder, dst_dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def _folder_inside(root: Path, relative: str) -> int:
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    for part in [p for p in Path(relative).parts if p not in ("", ".")]:
+        inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+        os.close(folder)
+        folder = inner
+    return folder

@@ -117,6 +117,12 @@ timeout = "{timeout}"
 repetitions = 1
 
 {deltas}
+[protocol.limits]
+memory = "2G"
+processes = 256
+disk = "1G"
+patch = "1M"
+
 [validation]
 metrics = ["tests_pass"]
 

@@ -47,6 +47,12 @@ timeout = "2m"
 [protocol]
 repetitions = 1
 
+[protocol.limits]
+memory = "2G"
+processes = 256
+disk = "1G"
+patch = "1M"
+
 [axes]
 context = ["zqplain", "zqrule"]
 thinking = ["off", "high"]

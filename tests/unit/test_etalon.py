@@ -9,15 +9,15 @@ import pytest
 
 from agentab.etalon import (
     EtalonFault,
-    changed_files,
+    TreeGit,
     checkout_with_patch,
     ensure_mirror,
     etalon_problem,
     exclude_from_git,
     fresh_clone,
     git,
+    patch_files,
     pristine_checkout,
-    result_patch,
 )
 from tests.conftest import make_git_repo
 
@@ -84,8 +84,9 @@ def test_the_patch_has_untracked_and_binary_files_and_no_injected_ones(tmp_path:
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "agent", cwd=clone)
     # The agent moves the tag onto its own commit: the patch is still taken against the etalon.
     git("tag", "-f", "v1.0", cwd=clone)
-    patch = result_patch(clone, sha)
-    assert changed_files(patch) == ["a.txt", "blob.bin", "new.txt"]
+    made = TreeGit(clone).patch()
+    patch = made.patch
+    assert made.files == patch_files(patch) == ["a.txt", "blob.bin", "new.txt"]
     assert b"GIT binary patch" in patch
     patch_file = tmp_path / "result.patch"
     patch_file.write_bytes(patch)

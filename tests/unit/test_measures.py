@@ -28,6 +28,12 @@ thinking = "off"
 timeout = "1m"
 [protocol]
 repetitions = 2
+[protocol.limits]
+memory = "2G"
+processes = 256
+disk = "1G"
+patch = "1M"
+
 [validation]
 metrics = ["tests_pass", "turns", "readable"]
 [validators.tests]

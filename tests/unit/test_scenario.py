@@ -37,6 +37,12 @@ timeout = "15m"
 [protocol]
 repetitions = 10
 
+[protocol.limits]
+memory = "2G"
+processes = 256
+disk = "1G"
+patch = "1M"
+
 [axes]
 context  = ["nothing", "rule", "careful ticket"]
 thinking = ["off", "high"]

@@ -42,6 +42,12 @@ timeout = "2m"
 [protocol]
 repetitions = {repetitions}
 
+[protocol.limits]
+memory = "2G"
+processes = 256
+disk = "1G"
+patch = "1M"
+
 [axes]
 context = {context}
 {deltas}

@@ -37,6 +37,12 @@ timeout = "2m"
 repetitions = {repetitions}
 aa = {aa}
 
+[protocol.limits]
+memory = "2G"
+processes = 256
+disk = "1G"
+patch = "1M"
+
 [axes]
 context = ["nothing", "rule"]
 

@@ -98,11 +98,10 @@ def try_setup(scenario, state: Path) -> str:
             raise AgentabError(
                 f"{error.render()}\n{log.read_text(errors='replace')[-3000:]}"
             ) from None
-        made = etalon.git("status", "--porcelain", "--ignored", cwd=clone).split("\n")
+        made = etalon.TreeGit(clone).differences()
         given = ", ".join(record.package_config["files"]) or "none"
         lines = [
-            f"setup      ran in {record.seconds:.1f}s; it made "
-            f"{', '.join(m[3:] for m in made if m) or 'nothing'}",
+            f"setup      ran in {record.seconds:.1f}s; it made {', '.join(made) or 'nothing'}",
             f"setup      got the caller's package-manager configuration files: {given}",
         ]
         return "\n".join(lines + [f"environment {line}" for line in record.environment])

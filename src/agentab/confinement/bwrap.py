@@ -24,6 +24,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentab.confinement.etc import INSIDE_GID, INSIDE_UID, etc_arguments
 from agentab.errors import AgentabError, problem
 
 # The two settings of config/config.yaml's `confinement`.
@@ -32,8 +33,8 @@ NONE = "none"
 MODES = (BWRAP, NONE)
 
 # The system a confined process runs on: read-only. On a merged-/usr system the top-level
-# folders are symlinks into /usr and stay symlinks inside.
-SYSTEM_FOLDERS = ("/usr", "/etc")
+# folders are symlinks into /usr and stay symlinks inside. /etc is made apart (`etc.py`).
+SYSTEM_FOLDERS = ("/usr",)
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 ENABLE_NAMESPACES_FIX = (
@@ -50,9 +51,9 @@ class View:
     """What a confined process sees, besides the read-only system.
 
     `read_only` and `writable` map a host path (file or folder) to its path inside; `private`
-    are empty folders of its own (tmpfs) that vanish with it. `network` gives it the host's
-    network (a validator that declares it); otherwise it has a loopback of its own, and at
-    most the one endpoint its sandbox forwards (`endpoint.py`).
+    are empty folders of its own (tmpfs, at most `private_size` bytes each) that vanish with
+    it. `network` gives it the host's network (a validator that declares it); otherwise it has
+    a loopback of its own, and at most the one endpoint its sandbox forwards (`endpoint.py`).
     """
 
     read_only: dict[Path, str] = field(default_factory=dict)
@@ -60,6 +61,7 @@ class View:
     private: tuple[str, ...] = ("/tmp",)
     cwd: str = "/"
     network: bool = False
+    private_size: int | None = None
 
     def mounts(self) -> list[tuple[Path, str, bool]]:
         """(host, inside, writable), parents before children: bwrap mounts in order."""
@@ -105,12 +107,20 @@ def bwrap_argv(view: View, argv: list[str], env: dict[str, str]) -> list[str]:
     ]
     if not view.network:
         args.append("--unshare-net")
+    # Not root inside: a user of its own, whose files are the ones agentab gave it.
+    args += ["--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_GID)]
     args += system_arguments()
+    mounts = view.mounts()
+    under_etc = [(str(h), i) for h, i, _ in mounts if i.startswith("/etc/")]
+    args += etc_arguments(under_etc)
     args += ["--proc", "/proc", "--dev", "/dev"]
     for folder in view.private:
+        if view.private_size is not None:
+            args += ["--size", str(view.private_size)]
         args += ["--tmpfs", folder]
-    for host, inside, writable in view.mounts():
-        args += ["--bind" if writable else "--ro-bind", str(host), inside]
+    for host, inside, writable in mounts:
+        if not inside.startswith("/etc/"):
+            args += ["--bind" if writable else "--ro-bind", str(host), inside]
     args += ["--chdir", view.cwd, "--clearenv"]
     for name, value in env.items():
         args += ["--setenv", name, value]

@@ -21,25 +21,40 @@ HOME = "/home/validator"  # a validator's HOME and TMPDIR
 CACHE = "/cache"  # the setup's download cache, shared across runs
 
 
-def agent_view(clone: Path, scratch: Path, installation, bricks) -> View:
-    """The agent: its clone and scratch writable, its harness, Node.js and bricks read-only."""
+def agent_view(
+    clone: Path, scratch: Path, installation, bricks, tmp: Path | None = None, disk=None
+) -> View:
+    """The agent: its clone and scratch writable, its harness, Node.js and bricks read-only.
+    Its /tmp is `tmp` (a folder of the run's capped space), else a private tmpfs of at most
+    `disk` bytes."""
     read_only = {Path(installation.root): HARNESS}
     if installation.node is not None:
         read_only[Path(installation.node).parent] = NODE
     for brick in bricks:
         read_only[Path(brick.path)] = str(PurePosixPath(BRICKS) / brick.rel)
+    writable = {Path(clone): WORKSPACE, Path(scratch): AGENT}
+    if tmp is not None:
+        writable[Path(tmp)] = "/tmp"
     return View(
         read_only=read_only,
-        writable={Path(clone): WORKSPACE, Path(scratch): AGENT},
+        writable=writable,
+        private=() if tmp is not None else ("/tmp",),
+        private_size=disk,
         cwd=WORKSPACE,
     )
 
 
 def validator_view(
-    checkout: Path, home: Path, script_folder: Path | None, inputs: Path, network: bool
+    checkout: Path,
+    home: Path,
+    script_folder: Path | None,
+    inputs: Path,
+    network: bool,
+    disk: int | None = None,
 ) -> View:
     """A validator script: its checkout and HOME writable; its own folder and its inputs (the
-    folder of its context file, transcript and patch) read-only."""
+    folder of its context file, transcript and patch) read-only; a private /tmp of at most
+    `disk` bytes (it runs the run's code, whose limits are the run's)."""
     read_only = {Path(inputs): INPUTS}
     if script_folder is not None:
         read_only[Path(script_folder)] = VALIDATOR
@@ -48,6 +63,7 @@ def validator_view(
         writable={Path(checkout): WORKSPACE, Path(home): HOME},
         cwd=WORKSPACE,
         network=network,
+        private_size=disk,
     )
 
 

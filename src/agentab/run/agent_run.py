@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
-import os
-import secrets
 import shutil
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from agentab import etalon as etalon_module
-from agentab.confinement.bwrap import BWRAP, NONE, View, confinement_record
+from agentab.confinement.bwrap import BWRAP, NONE, View
 from agentab.confinement.endpoint import ENDPOINT_URL, Sandbox
+from agentab.confinement.limits import Limits, RunLimits, cgroup_place, limit_reason
 from agentab.confinement.views import agent_view
 from agentab.errors import AgentabError, low_on_space, problem
-from agentab.files import file_sha256, results_secret, write_json, write_jsonl, write_sealed_json
+from agentab.etalon import PatchResult, TreeGit
+from agentab.files import results_secret, write_json, write_jsonl, write_sealed_json
 from agentab.harnesses import get_harness
 from agentab.harnesses.base import (
     BrickFile,
@@ -34,7 +33,7 @@ from agentab.harnesses.base import (
     RunSpec,
     StreamFacts,
 )
-from agentab.layout import RunFolder, run_id
+from agentab.layout import RunFolder
 from agentab.offline_model import serve
 from agentab.offline_model.policy import load_policy
 from agentab.prices import table_price
@@ -43,6 +42,7 @@ from agentab.run.credentials import read_api_key
 from agentab.run.frozen_bricks import run_copies
 from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_process
 from agentab.run.receipts import build_receipt, receipt_summary, stated_usage
+from agentab.run.record import keep_environment, record_fault, run_file_hashes, run_record
 from agentab.run.recording_proxy import (
     PLACEHOLDER_KEY,
     endpoint_for,
@@ -50,6 +50,7 @@ from agentab.run.recording_proxy import (
     refuse_a_run_never_answered,
 )
 from agentab.run.setup import path_entries, run_setup
+from agentab.run.workspace import Workspace, given_clone_workspace, run_workspace
 from agentab.scenario.bricks import place_in_clone
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
@@ -83,6 +84,7 @@ class AgentRun:
     facts: StreamFacts
     outcome: Outcome
     started: str
+    limits: dict  # declared, how each is enforced, which the run reached
 
 
 def offline_seed(scenario: str, slug: str, rep: int) -> int:
@@ -137,12 +139,14 @@ def offline_policy_source(scenario, model: str) -> str:
 
 
 def ensure_fresh_clone(etalon, clone: Path, mirrors_dir: Path) -> str:
-    """The clone as the clone rule made it, or a new one if an earlier attempt used it."""
+    """A fresh clone, or the one a person made by hand (`--clone`) if no agent ran in it yet;
+    either way with its controlled git directory (`etalon/tree.py`)."""
     marker = clone / ".git" / USED_MARKER
     if marker.exists() or not (clone / ".git").is_dir():
         sha = etalon_module.fresh_clone(etalon.location, etalon.tag, clone, mirrors_dir)
     else:
         sha = etalon_module.tag_sha(clone, etalon.tag)
+        etalon_module.control(clone, sha, etalon.location, mirrors_dir)
     marker.write_text("an agent ran in this clone; a retry must clone again\n")
     return sha
 
@@ -153,32 +157,43 @@ def run_agent(
     spec: RunSpec,
     files: RunFiles,
     model_server,
-    clone_folder: Path | None = None,
+    workspace: Workspace,
+    limits: Limits,
     confinement: str = BWRAP,
     path: tuple[str, ...] = (),
 ) -> AgentRun:
     """Run the agent once in spec.clone, every request it makes to its model recorded on the
-    way by `model_server` (the offline model, or the recording proxy to a provider). Raises
-    HarnessFault when the harness could not.
+    way by `model_server` (the offline model, or the recording proxy to a provider), within
+    the scenario's `limits`. Raises HarnessFault when the harness could not.
 
-    `clone_folder` (the folder made for the clone, if agentab made one) is removed with the
-    agent if a later attempt finds it stale. Confined (`confinement`, config/config.yaml), the
-    agent sees `agent_view` and reaches its model at the sandbox's one endpoint. `path`: folders
-    of the clone put first on its PATH (`[etalon] path`)."""
+    The attempt's `workspace` folder is removed with the agent if a later attempt finds it
+    stale. Confined (`confinement`, config/config.yaml), the agent sees `agent_view` and
+    reaches its model at the sandbox's one endpoint. `path`: folders of the clone put first on
+    its PATH (`[etalon] path`)."""
     files.folder.mkdir(parents=True, exist_ok=True)
-    folders = [spec.scratch, *([clone_folder] if clone_folder else [])]
-    with model_server as base_url:
+    with model_server as base_url, RunLimits(limits, cgroup_place()) as run_limits:
+        prepared = Prepared(workspace, run_limits)
         if confinement == NONE:
             spec = replace(spec, model_base_url=base_url)
-            return _run_prepared(harness, installation, spec, files, folders, None, path)
-        view = agent_view(spec.clone, spec.scratch, installation, spec.bricks)
+            return _run_prepared(harness, installation, spec, files, prepared, None, path)
+        view = agent_view(
+            spec.clone, spec.scratch, installation, spec.bricks, workspace.tmp, limits.disk
+        )
         spec = replace(spec, model_base_url=ENDPOINT_URL, confined=True)
         sandbox = Sandbox(view, endpoint=base_url)
-        return _run_prepared(harness, installation, spec, files, folders, sandbox, path)
+        return _run_prepared(harness, installation, spec, files, prepared, sandbox, path)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Where an attempt works and what caps it."""
+
+    workspace: Workspace
+    limits: RunLimits
 
 
 def _run_prepared(
-    harness, installation, spec: RunSpec, files: RunFiles, folders, sandbox: Sandbox | None, path
+    harness, installation, spec: RunSpec, files: RunFiles, prepared: Prepared, sandbox, path
 ) -> AgentRun:
     if spec.scratch.exists():
         shutil.rmtree(spec.scratch)  # a retry never inherits a used config dir or HOME
@@ -203,16 +218,30 @@ def _run_prepared(
             stderr_path=files.agent_stderr,
             timeout_s=spec.timeout_s,
             lock_path=files.lock,
-            folders=folders,
+            folders=[prepared.workspace.folder],
             sandbox=sandbox,
+            limits=prepared.limits,
         )
     except CannotStart as error:
         raise HarnessFault(str(error)) from None
     facts = harness.read_stream(files.stream)
     refuse_a_rejected_key(facts, spec.provider)
     write_jsonl(harness.transcript(files.stream), files.transcript)
-    outcome = harness.classify(facts, process.exit_code, process.timed_out)
-    return AgentRun(invocation, process, facts, outcome, started)
+    reached = prepared.limits.reached() + (["disk"] if prepared.workspace.space.full() else [])
+    if reached:  # before the harness's own reading: a process the kernel ended looks a crash
+        outcome = Outcome("failed", limit_reason(reached, prepared.limits.limits))
+    else:
+        outcome = harness.classify(facts, process.exit_code, process.timed_out)
+    limits_record = {
+        "declared": prepared.limits.limits.as_dict(),
+        "enforced": {
+            **prepared.limits.enforcement(),
+            "disk": prepared.workspace.space.enforcement(),
+            "patch": "agentab counts the patch's bytes as git writes it",
+        },
+        "reached": reached,
+    }
+    return AgentRun(invocation, process, facts, outcome, started, limits_record)
 
 
 def seen_from_inside(invocation: Invocation, view: View) -> Invocation:
@@ -252,73 +281,6 @@ def fill_unreported_usage(facts: StreamFacts, log: Path) -> None:
         facts.cost_usd = stated["cost_usd"]
 
 
-def record_fault(faults: Path, fault: HarnessFault) -> None:
-    """Every fault is kept (the run has no measures yet): the synthesis counts them per cell."""
-    line = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "fault": fault.render()}
-    with faults.open("a", encoding="utf-8") as log:
-        log.write(json.dumps(line, ensure_ascii=False) + "\n")
-
-
-def run_record(
-    scenario, cell, rep: int, harness: Harness, sha: str, run: AgentRun, seed, confinement: str
-) -> dict:
-    agent = cell.agent
-    offline = agent.provider == "offline"
-    return {
-        "schema": 1,
-        "scenario": scenario.name,
-        "cell": cell.name,
-        "slug": cell.slug,
-        "rep": rep,
-        "run": run_id(cell.slug, rep),
-        **({"task": cell.task} if getattr(cell, "task", "") else {}),
-        "harness": harness.name,
-        "harness_version": agent.version,
-        "provider": agent.provider,
-        "model": agent.model,
-        "thinking": agent.thinking,
-        "timeout_s": agent.timeout_s,
-        "argv": run.invocation.argv,
-        "env": run.invocation.env_for_record(),
-        "confinement": confinement_record(confinement),
-        "etalon": {"repo": scenario.etalon.repo, "tag": scenario.etalon_for(cell).tag, "sha": sha},
-        "bricks": [
-            {
-                "kind": brick.kind,
-                "rel": brick.rel,
-                "sha256": brick.sha256,
-                "passed_as": run.invocation.passed_as.get(brick.rel, ""),
-            }
-            for brick in cell.bricks
-        ],
-        "offline_model": {"policy": agent.model, "seed": seed} if offline else None,
-        "started": run.started,
-        "duration_s": round(run.process.duration_s, 3),
-        "exit_code": run.process.exit_code,
-        "outcome": run.outcome.as_dict(),
-        "facts": run.facts.as_dict(),
-    }
-
-
-def run_file_hashes(folder: Path, exclude: set[str]) -> dict[str, str]:
-    """The sha256 of every file the run left in its folder (its subfolders are the validators'
-    and the logs', written after it)."""
-    return {
-        path.name: file_sha256(path)
-        for path in sorted(folder.iterdir())
-        if path.is_file() and path.name not in exclude and not path.name.endswith(".partial")
-    }
-
-
-def keep_environment(setup, path: Path) -> None:
-    """The environment this run got, as its setup listed it: runs of one scenario that got
-    different ones are flagged in the synthesis."""
-    if setup.environment:
-        path.write_text("\n".join(setup.environment) + "\n")
-    else:
-        path.unlink(missing_ok=True)
-
-
 def perform_run(
     scenario,
     cell,
@@ -344,30 +306,62 @@ def perform_run(
     installation = harness.installation(cell.agent.version, harnesses_dir)
     files.folder.mkdir(parents=True, exist_ok=True)
     files.record.unlink(missing_ok=True)
-    own_folder = None
-    if clone is None:
-        own_folder = work_root.absolute() / secrets.token_hex(10)
-        clone = own_folder / etalon_module.repository_name(scenario.etalon.location)
-    clone = clone.absolute()
-    # An agent left running by a killed workflow still works in this clone: end it before the
-    # clone is made fresh, or it could write into the new one.
+    # An agent left running by a killed workflow still works in its clone: end it (and remove
+    # its folders) before this attempt starts.
     end_stale_twin(files.lock)
     set_aside_earlier_attempt(files)
-    try:
-        sha = ensure_fresh_clone(scenario.etalon_for(cell), clone, mirrors_dir.absolute())
-    except BaseException:  # a clone that failed, or was stopped, leaves no folder behind
-        if own_folder is not None:
-            shutil.rmtree(own_folder, ignore_errors=True)
-        raise
-    provider_key = provider_api_key(cell.agent.provider, credentials)
+    limits = scenario.limits
+    if clone is None:
+        repository = etalon_module.repository_name(scenario.etalon.location)
+        workspace = run_workspace(work_root, repository, limits.disk)
+    else:
+        workspace = given_clone_workspace(clone, files.folder)
+    with workspace as space:
+        made = run_in_workspace(
+            scenario, cell, rep, files, space, harness, installation,
+            AttemptSettings(work_root, mirrors_dir, credentials, provider_endpoints, confinement),
+        )  # fmt: skip
+    run, receipt, setup, sha = made.run, made.receipt, made.setup, made.sha
+    adopt_attempt_log(made.request_log, files)
+    files.model_requests.touch()  # a declared output; empty when nothing was recorded
+    write_json(receipt, files.receipt)
+    record = run_record(scenario, cell, rep, harness, sha, run, made.seed, confinement)
+    record["receipt"] = receipt_summary(receipt)
+    record["cost"] = {"usd": run.facts.cost_usd, "how": made.cost_how}
+    record["limits"] = run.limits
+    patch = made.patch
+    record["patch"] = {"bytes": patch.size, "kept": not patch.over_cap, "files": patch.files}
+    if scenario.etalon.setup:
+        record["setup"] = setup.as_dict()
+    # What the run left, by content: a file changed after it ended is then told apart.
+    record["files"] = run_file_hashes(files.folder, exclude={files.record.name})
+    secret = results_secret(RunFolder(files.folder).results.secret)
+    # Last: its presence means the run has an outcome.
+    write_sealed_json(record, files.record, secret)
+    return record
+
+
+@dataclass(frozen=True)
+class AttemptSettings:
+    """What the workflow tells a run step about this machine (none of it is measured)."""
+
+    work_root: Path
+    mirrors_dir: Path
+    credentials: Path | None
+    provider_endpoints: dict[str, str] | None
+    confinement: str
+
+
+def run_in_workspace(scenario, cell, rep, files, space: Workspace, harness, installation, how):
+    etalon = scenario.etalon_for(cell)
+    sha = ensure_fresh_clone(etalon, space.clone, how.mirrors_dir.absolute())
+    provider_key = provider_api_key(cell.agent.provider, how.credentials)
     spec = RunSpec(
-        clone=clone,
-        # One scratch per attempt: a stale attempt's folders are removed by their own names
-        # (by their owner, or by the next attempt, from the lock), never the agent dir or HOME
-        # of the attempt after it. Beside the clone, under the attempt's random name: a sandbox
-        # shows the source of every folder it binds (/proc/self/mountinfo), and the run's
-        # folder is named by its cell.
-        scratch=own_folder / "agent" if own_folder else files.folder / f".scratch-{os.getpid()}",
+        clone=space.clone,
+        # One scratch per attempt, in the attempt's folder of random name: a sandbox shows the
+        # source of every folder it binds (/proc/self/mountinfo), and the run's folder is named
+        # by its cell.
+        scratch=space.scratch,
         prompt=cell.prompt,
         provider=cell.agent.provider,
         model=cell.agent.model,
@@ -379,81 +373,91 @@ def perform_run(
     )
     offline = cell.agent.provider == "offline"
     seed = offline_seed(scenario.name, cell.slug, rep) if offline else None
-    policy = offline_policy_source(scenario, cell.agent.model) if offline else None
-    if policy is not None:
-        # The model id the harness is told: the policy's name (a policy file names its model by
-        # its stem), whether the model can reason, and what its tokens cost, as a real
-        # catalogue would say.
-        loaded = load_policy(policy)
-        price = loaded.price
-        spec = replace(
-            spec,
-            model=Path(policy).stem if policy.endswith(".toml") else policy,
-            model_can_reason=bool(loaded.settings.get("reasoning", True)),
-            model_price={"input": price.input, "output": price.output} if price else None,
-        )
-    else:
-        price = table_price(cell.agent.model)
+    spec, price, policy = told_model(scenario, cell, spec)
     # Every attempt, on the offline model or through the recording proxy, logs apart.
     attempt_log = new_attempt_log(files)
     if offline:
         model_server = serve(policy, seed, attempt_log)
     else:
-        endpoint = endpoint_for(cell.agent.provider, provider_endpoints or {})
+        endpoint = endpoint_for(cell.agent.provider, how.provider_endpoints or {})
         model_server = recording(endpoint, attempt_log, spec.timeout_s + 60, provider_key)
-    bricks_folder = (own_folder or files.folder / f".bricks-{os.getpid()}") / "bricks"
     try:
         store = RunFolder(files.folder).results.bricks
-        spec = replace(spec, bricks=run_copies(spec.bricks, store, bricks_folder))
-        etalon = scenario.etalon_for(cell)
-        state = work_root.absolute().parent
+        spec = replace(spec, bricks=run_copies(spec.bricks, store, space.bricks))
+        state = how.work_root.absolute().parent
         setup = run_setup(
-            etalon, clone, files.folder / "setup.log", state / "cache", files.lock, confinement,
-            environments=state / "environments",
+            etalon, space.clone, files.folder / "setup.log", state / "cache", files.lock,
+            how.confinement, environments=state / "environments",
         )  # fmt: skip
         keep_environment(setup, files.folder / "environment.txt")
         attempt_files = replace(files, model_requests=attempt_log)
         run = run_agent(
-            harness,
-            installation,
-            spec,
-            attempt_files,
-            model_server,
-            own_folder,
-            confinement,
-            etalon.path,
-        )
+            harness, installation, spec, attempt_files, model_server, space, scenario.limits,
+            how.confinement, etalon.path,
+        )  # fmt: skip
         if not offline:
             refuse_a_run_never_answered(attempt_log, endpoint)
-        # Against the SHA recorded at clone time: the agent may move or delete the tag.
-        files.patch.write_bytes(etalon_module.result_patch(clone, sha))
+        patch = keep_patch(space.clone, files.patch, run, scenario.limits)
         # While the run's copies of its bricks are there: what reached the model is their text.
         fill_unreported_usage(run.facts, attempt_log)
         run.facts.cost_usd, cost_how = run_cost(run.facts.cost_usd, run.facts.tokens, price)
         receipt = build_receipt(
-            cell, spec.model, harness, run.facts, attempt_log, clone, spec.bricks
+            cell, spec.model, harness, run.facts, attempt_log, space.clone, spec.bricks
         )
     except HarnessFault as fault:
         if not low_on_space(files.folder):  # a full disk is no fault of the harness's
             record_fault(files.faults, fault)
         raise
-    finally:
-        shutil.rmtree(spec.scratch, ignore_errors=True)
-        shutil.rmtree(bricks_folder if own_folder else bricks_folder.parent, ignore_errors=True)
-        if own_folder is not None:
-            shutil.rmtree(own_folder, ignore_errors=True)
-    adopt_attempt_log(attempt_log, files)
-    files.model_requests.touch()  # a declared output; empty when nothing was recorded
-    write_json(receipt, files.receipt)
-    record = run_record(scenario, cell, rep, harness, sha, run, seed, confinement)
-    record["receipt"] = receipt_summary(receipt)
-    record["cost"] = {"usd": run.facts.cost_usd, "how": cost_how}
-    if scenario.etalon.setup:
-        record["setup"] = setup.as_dict()
-    # What the run left, by content: a file changed after it ended is then told apart.
-    record["files"] = run_file_hashes(files.folder, exclude={files.record.name})
-    secret = results_secret(RunFolder(files.folder).results.secret)
-    write_sealed_json(
-        record, files.record, secret
-    )  # last: its presence means the run has an outcome
-    return record
+    return Made(run, receipt, setup, sha, seed, cost_how, patch, attempt_log)
+
+
+@dataclass(frozen=True)
+class Made:
+    """What one attempt made, for run.json and the run's files."""
+
+    run: AgentRun
+    receipt: dict
+    setup: object
+    sha: str
+    seed: int | None
+    cost_how: str
+    patch: PatchResult
+    request_log: Path
+
+
+def told_model(scenario, cell, spec: RunSpec):
+    """The spec with the model as the harness is told it, the model's price, and the offline
+    policy (None for a real provider)."""
+    if cell.agent.provider != "offline":
+        return spec, table_price(cell.agent.model), None
+    policy = offline_policy_source(scenario, cell.agent.model)
+    # The model id the harness is told: the policy's name (a policy file names its model by its
+    # stem), whether the model can reason, and what its tokens cost, as a real catalogue would.
+    loaded = load_policy(policy)
+    price = loaded.price
+    spec = replace(
+        spec,
+        model=Path(policy).stem if policy.endswith(".toml") else policy,
+        model_can_reason=bool(loaded.settings.get("reasoning", True)),
+        model_price={"input": price.input, "output": price.output} if price else None,
+    )
+    return spec, price, policy
+
+
+def keep_patch(clone: Path, patch_file: Path, run: AgentRun, limits: Limits) -> PatchResult:
+    """`result.patch`: the agent's work against the etalon commit recorded at clone time (the
+    agent may move or delete the tag), built through the clone's controlled git directory
+    (nothing the agent wrote in its `.git` runs). Over its cap it is not kept, and the run's
+    outcome says so; with the disk full, git may have no room left to build it."""
+    try:
+        patch = TreeGit(clone).patch(limits.patch)
+    except AgentabError:
+        if "disk" not in run.limits["reached"]:
+            raise
+        patch = PatchResult(None, 0, [])
+    patch_file.write_bytes(patch.patch or b"")
+    if patch.over_cap and patch.size:
+        reached = [*run.limits["reached"], "patch"]
+        run.limits["reached"] = reached
+        run.outcome = Outcome("failed", limit_reason(reached, limits, patch.size))
+    return patch

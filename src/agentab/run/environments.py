@@ -22,7 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from agentab.etalon import git
+from agentab.etalon import TreeGit
 from agentab.files import exclusive_lock, write_json
 
 FORMAT = 1  # bump when what is kept changes: older copies are then not reused
@@ -51,13 +51,10 @@ def reuse(kept: Path, checkout: Path) -> dict | None:
 
 def keep(checkout: Path, kept: Path, seconds: float) -> dict | None:
     """Keep what setup created in the pristine `checkout`; None when it changed tracked files."""
-    if git("status", "--porcelain", "--untracked-files=no", cwd=checkout).strip():
+    tree = TreeGit(checkout)  # the setup ran there: its `.git` is not agentab's any more
+    if tree.tracked_changed():
         return None
-    created = [
-        line.rstrip("/")
-        for line in git("ls-files", "--others", "--directory", cwd=checkout).splitlines()
-        if line
-    ]
+    created = tree.untracked(ignored=True)
     partial = kept.with_name(kept.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     for relative in created:

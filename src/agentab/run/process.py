@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentab.confinement.limits import unmount_under
+
 # How long a process group gets between SIGTERM and SIGKILL, and to disappear after SIGKILL.
 TERMINATE_GRACE_S = 2.0
 VANISH_WAIT_S = 5.0
@@ -50,12 +52,14 @@ def run_process(
     lock_path: Path,
     folders: Sequence[Path] = (),
     sandbox=None,
+    limits=None,
 ) -> ProcessResult:
     """Run a program to its end or to the timeout; its whole process group never outlives it.
 
     `folders` are the attempt's own (its scratch, its clone), removed with it if it is found
     stale. `sandbox` (a `confinement.endpoint.Sandbox`) confines it: `argv`, `env` and `cwd` are then
-    what the program sees inside. Raises CannotStart when the program cannot be started at all.
+    what the program sees inside. `limits` (a `confinement.limits.RunLimits`, entered) caps it
+    from its first instruction. Raises CannotStart when the program cannot be started at all.
     """
     end_stale_twin(lock_path)
     started = time.monotonic()
@@ -75,6 +79,7 @@ def run_process(
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 pass_fds=pass_fds,
+                preexec_fn=limits.enter if limits is not None else None,
             )
         except OSError as error:
             if sandbox is not None:
@@ -254,4 +259,5 @@ def remove_stale_folders(record: dict) -> None:
     folders have names of their own, so this never touches the attempt that redoes the job."""
     for folder in record.get("folders") or []:
         if isinstance(folder, str) and Path(folder).is_absolute():
+            unmount_under(Path(folder))
             shutil.rmtree(folder, ignore_errors=True)

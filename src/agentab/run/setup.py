@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from agentab.confinement.bwrap import NONE
 from agentab.confinement.endpoint import Sandbox
 from agentab.confinement.views import CACHE, WORKSPACE, setup_view
-from agentab.etalon import exclude_from_git, git
+from agentab.etalon import TreeGit, exclude_from_git
 from agentab.harnesses.base import HarnessFault
 from agentab.run.environments import environment_key, keep, kept_environment, lock_for, reuse
 from agentab.run.package_config import PackageConfig, caller_package_config
@@ -109,7 +109,7 @@ def run_setup(
 
     reused = False
     if confined and environments is not None:
-        sha = git("rev-parse", "HEAD", cwd=checkout).strip()
+        sha = TreeGit(checkout).base
         kept = kept_environment(environments, environment_key(sha, etalon.setup, etalon.path))
         with lock_for(kept):
             earlier = reuse(kept, checkout)
@@ -187,12 +187,10 @@ def list_environment(path, checkout: Path, lock: Path, where, sandbox) -> list[s
 
 
 def keep_out_of_the_patch(checkout: Path) -> None:
-    """What setup created (a virtualenv, build files) is the environment, not the agent's work."""
-    created = git(
-        "ls-files", "--others", "--directory", "--no-empty-directory", "--exclude-standard",
-        cwd=checkout,
-    )  # fmt: skip
-    exclude_from_git(checkout, [line for line in created.splitlines() if line])
+    """What setup created (a virtualenv, build files) is the environment, not the agent's work.
+    Asked through the checkout's controlled git directory: the setup ran in it, confined, and
+    may have written its `.git`."""
+    exclude_from_git(checkout, TreeGit(checkout).untracked())
 
 
 def path_entries(entries, root: str) -> list[str]:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from agentab.files import results_secret, write_json, write_sealed_json
 from agentab.layout import RunFolder, run_id
-from agentab.run.agent_run import run_file_hashes
 from agentab.run.budget import NOT_STARTED, Decision, Ledger
 from agentab.run.costs import attempt_cost, attempt_logs, model_price
 from agentab.run.process import end_stale_twin
+from agentab.run.record import run_file_hashes
 
 
 def ledger_for(scenario, results_dir: Path) -> Ledger | None:

@@ -9,31 +9,44 @@ own configuration as the agent's work.
 from __future__ import annotations
 
 import hashlib
-import shutil
+import os
 from pathlib import Path, PurePosixPath
 
 from agentab.errors import AgentabError
 from agentab.etalon import exclude_from_git
+from agentab.files import write_inside
 
 
 def place_in_clone(clone: Path, files: dict[str, Path]) -> list[str]:
-    """Copy each source (file or folder) to its clone-relative path; return the paths placed."""
+    """Copy each source (file or folder) to its clone-relative path; return the paths placed.
+
+    The etalon's setup ran in the clone before (confined): a link it left where a brick goes
+    must not carry agentab's write out of the clone, so no link is followed on the way."""
     placed = []
     for rel, source in files.items():
         target = clone / safe_relative(rel)
-        if target.exists() and not already_placed(clone, rel):
+        if os.path.lexists(target) and not already_placed(clone, rel):
             raise AgentabError(
                 f"a brick would overwrite `{rel}`, which the etalon holds: the agent would "
                 "measure our file in place of the repository's; pass the brick another way"
             )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if Path(source).is_dir():
-            shutil.copytree(source, target, dirs_exist_ok=True)
-        else:
-            shutil.copyfile(source, target)
+        for inner, file in files_of(Path(source)):
+            relative = PurePosixPath(safe_relative(rel).as_posix(), inner) if inner else rel
+            write_inside(clone, str(relative), file.read_bytes())
         placed.append(str(PurePosixPath(rel)))
     exclude_from_git(clone, placed)
     return placed
+
+
+def files_of(source: Path) -> list[tuple[str, Path]]:
+    """(path inside the brick, file) for a folder's files; ("", source) for a file."""
+    if not source.is_dir():
+        return [("", source)]
+    return [
+        (child.relative_to(source).as_posix(), child)
+        for child in sorted(source.rglob("*"))
+        if child.is_file()
+    ]
 
 
 def already_placed(clone: Path, rel: str) -> bool:

@@ -22,6 +22,7 @@ from agentab.scenario.rules import (
     check_cell_names,
     check_duplicate_cells,
     check_harness_support,
+    check_limits_declared,
     check_matrix,
     check_no_op_settings,
     check_offline_policies,
@@ -139,6 +140,7 @@ def _load(path: Path, check_etalon: bool, check_bricks: bool, check_schema: bool
         check_harness_support(cells, sink)
         check_offline_policies(data, cells, sc_dir, sink)
         check_budget(data, cells, sink)
+        check_limits_declared(data, sink)
     reference = pick_reference(data, cells, sink)
     if data["protocol"].get("aa") and cells and not sink.problems:
         copy = aa_cell(cells, reference, sink)

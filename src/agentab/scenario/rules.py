@@ -13,6 +13,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from agentab.confinement.limits import LIMITS_FIX, size_problem
 from agentab.scenario.bricks import (
     KIND_WORDS,
     brick_shape_problem,
@@ -418,6 +419,24 @@ def check_values(data: dict, sink: Collector) -> None:
         message = duration_problem(value)
         if message:
             sink.add(key, f"`{key}`: {message}", DURATION_FIX)
+
+
+def check_limits_declared(data: dict, sink: Collector) -> None:
+    """`[protocol] limits` decides what is measured (resource settings move agent scores), so
+    a scenario that runs declares it; a frozen copy from before it existed still synthesizes."""
+    limits = data["protocol"].get("limits")
+    if limits is None:
+        sink.add(
+            "protocol.limits",
+            "`protocol.limits` is missing; what a run may take of the machine decides what is "
+            "measured, so it has no default",
+            LIMITS_FIX,
+        )
+        return
+    for key in ("memory", "disk", "patch"):
+        message = size_problem(limits[key]) if key in limits else None
+        if message:
+            sink.add(f"protocol.limits.{key}", f"`protocol.limits.{key}`: {message}", LIMITS_FIX)
 
 
 def check_scale(scenario) -> list[str]:

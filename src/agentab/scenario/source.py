@@ -11,6 +11,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from agentab.confinement.limits import LIMITS_FIX, size_problem
 from agentab.errors import Problem, ScenarioError, problem
 from agentab.scenario.durations import DURATION_FIX, DURATION_KEYS, duration_problem
 
@@ -192,6 +193,10 @@ REQUIRED_FIXES = {
     "timeout": 'timeout = "15m"',
     "repetitions": "repetitions = 10",
     "metrics": 'metrics = ["tests_pass"]',
+    "memory": 'memory = "4G" in [protocol.limits]',
+    "processes": "processes = 512 in [protocol.limits]",
+    "disk": 'disk = "4G" in [protocol.limits]',
+    "patch": 'patch = "5M" in [protocol.limits]',
 }
 
 
@@ -222,6 +227,9 @@ def schema_problems(data: dict, sink: Collector) -> None:
                 f"`{where}` is missing; it decides what is measured, so it has no default",
                 f"add {REQUIRED_FIXES.get(name, name)}",
             )
+        elif len(path) == 3 and path[:2] == ["protocol", "limits"]:
+            message = size_problem(error.instance) if path[2] != "processes" else None
+            sink.add(key, f"`{key}`: {message or error.message}", LIMITS_FIX)
         elif path and path[-1] in DURATION_KEYS:
             message = duration_problem(error.instance) or f"{error.instance!r} is not a duration"
             sink.add(key, f"`{key}`: {message}", DURATION_FIX)

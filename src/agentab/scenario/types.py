@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from agentab.confinement.limits import Limits
 from agentab.errors import ScenarioError, problem
 
 
@@ -158,6 +159,13 @@ class Scenario:
         """`[protocol] budget_usd`: what its runs may spend; None without a budget."""
         budget = (self.raw.get("protocol") or {}).get("budget_usd")
         return None if budget is None else float(budget)
+
+    @property
+    def limits(self) -> Limits | None:
+        """`[protocol] limits`: what each run may take of the machine (None in a frozen copy
+        from before limits were declared: such a scenario only synthesizes)."""
+        table = (self.raw.get("protocol") or {}).get("limits")
+        return None if table is None else Limits.from_table(table)
 
     def cell(self, name_or_slug: str) -> Cell:
         for cell in self.cells:

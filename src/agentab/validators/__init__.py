@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentab.run.workspace import claim
 from agentab.scenario.durations import parse_duration
 from agentab.validators.context import blind_transcript
 
@@ -97,6 +98,7 @@ class ValidatorJob:
     scratch_dir: Path | None = None  # this attempt's own folder: removed with a stale twin
     confinement: str = "bwrap"  # a script runs in a sandbox (agentab.confinement), unless "none"
     path: tuple[str, ...] = ()  # folders of its checkout first on its PATH (`[etalon] path`)
+    limits: Any = None  # the scenario's `[protocol] limits` (a script runs the run's code)
 
     @property
     def name(self) -> str:
@@ -167,6 +169,7 @@ def prepare_job(
     inputs = scratch_dir / "inputs"
     workdir = scratch_dir / "workdir"
     inputs.mkdir(parents=True)
+    claim(scratch_dir)  # a killed step's folder is removed at the workflow's next start
     if audit_dir.exists():
         shutil.rmtree(audit_dir)
     audit_dir.mkdir(parents=True)

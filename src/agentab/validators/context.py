@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentab.etalon import changed_files
+from agentab.etalon import patch_files
 from agentab.layout import opaque_token
 
 
@@ -26,12 +26,22 @@ def build_context(record: dict, patch: bytes, task_prompt: str, secret: str) -> 
         "etalon": dict(record.get("etalon") or {}),
         "transcript": None,
         "patch": None,
-        "changed_files": changed_files(patch),
+        "changed_files": changed_files(record, patch),
         "final_message": facts.get("final_message", ""),
         # No token counts, costs or duration: the size of a brick shows in the input tokens.
         # Those are built-in metrics (synthesis/builtin.py), kept beside the validators' own.
         "exit": {"status": outcome.get("status"), "reason": outcome.get("reason")},
     }
+
+
+def changed_files(record: dict, patch: bytes) -> list[str]:
+    """The paths the run's patch touches: as git listed them when the patch was made (run.json,
+    sealed), else as git reads the patch; never by a pattern over its text (a pattern missed
+    the paths git quotes, such as `test_é.py`)."""
+    listed = (record.get("patch") or {}).get("files")
+    if isinstance(listed, list) and all(isinstance(path, str) for path in listed):
+        return list(listed)
+    return patch_files(patch)
 
 
 def blind_transcript(source: Path, dest: Path) -> None:

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from agentab.errors import AgentabError, problem
-from agentab.etalon import changed_files
 from agentab.layout import ResultsFolder, RunFolder, run_id
+from agentab.validators.context import changed_files
 
 MODE = "form"
 # Material a form may show, and the file suffix it gets. The stream is deliberately absent:
@@ -225,7 +225,7 @@ def run_material(results: ResultsFolder, scenario: Any, run: str) -> dict:
     return {
         "task_prompt": task,
         "final_message": (record.get("facts") or {}).get("final_message", ""),
-        "changed_files": changed_files(patch),
+        "changed_files": changed_files(record, patch),
     }
 
 

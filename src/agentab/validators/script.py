@@ -7,12 +7,14 @@ reason recorded. It is never a crash of the workflow and never a failing grade.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from pathlib import Path
 
 from agentab.confinement.bwrap import NONE, View
 from agentab.confinement.endpoint import Sandbox
+from agentab.confinement.limits import RunLimits, cgroup_place
 from agentab.confinement.views import validator_view
 from agentab.run.process import CannotStart, run_process
 from agentab.run.setup import path_entries
@@ -61,6 +63,7 @@ def script_view(job: ValidatorJob, script_folder: Path | None) -> View:
         script_folder=script_folder,
         inputs=job.context_path.parent,
         network=bool(job.spec.options.get("network", False)),
+        disk=job.limits.disk if job.limits else None,
     )
 
 
@@ -107,27 +110,33 @@ def _run_script(job: ValidatorJob) -> dict:
         cwd, sandbox = Path(view.cwd), Sandbox(view)
     stdout_path = job.audit_dir / "stdout.txt"
     stderr_path = job.audit_dir / "stderr.txt"
-    try:
-        result = run_process(
-            argv,
-            env=env,
-            cwd=cwd,
-            stdout_path=stdout_path,
-            stderr_path=stderr_path,
-            timeout_s=timeout,
-            lock_path=job.lock_path or job.audit_dir / "validator.lock",
-            folders=[job.scratch_dir] if job.scratch_dir else [],
-            sandbox=sandbox,
-        )
-    except CannotStart as error:
-        return invalid_output(name, "script", str(error))
+    # The script runs the run's code (its tests): the run's limits hold there too.
+    limits = RunLimits(job.limits, cgroup_place()) if job.limits else contextlib.nullcontext()
+    with limits as capped:
+        try:
+            result = run_process(
+                argv,
+                env=env,
+                cwd=cwd,
+                stdout_path=stdout_path,
+                stderr_path=stderr_path,
+                timeout_s=timeout,
+                lock_path=job.lock_path or job.audit_dir / "validator.lock",
+                folders=[job.scratch_dir] if job.scratch_dir else [],
+                sandbox=sandbox,
+                limits=capped,
+            )
+        except CannotStart as error:
+            return invalid_output(name, "script", str(error))
+        reached = capped.reached() if capped else []
     if result.timed_out:
         return invalid_output(name, "script", f"timed out after {timeout:g}s")
     if result.exit_code != 0:
         tail = read_tail(stderr_path).decode(errors="replace").strip().splitlines()
         last = (tail or ["(no error output)"])[-1]
+        said = f" (it reached the run's limit: {', '.join(reached)})" if reached else ""
         return invalid_output(
-            name, "script", f"exit status {result.exit_code}: {last[:SHOWN_OUTPUT_CHARS]}"
+            name, "script", f"exit status {result.exit_code}{said}: {last[:SHOWN_OUTPUT_CHARS]}"
         )
     if stdout_path.stat().st_size > MAX_OUTPUT_BYTES:
         return invalid_output(

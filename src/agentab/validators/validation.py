@@ -89,6 +89,7 @@ def validate_run(
         )
         if spec.mode == "script":  # a judge gets no checkout
             job.path = scenario.etalon.path
+            job.limits = scenario.limits
         output = run_validator(job)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

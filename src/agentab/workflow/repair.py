@@ -26,6 +26,7 @@ from pathlib import Path
 
 from agentab.files import seal_holds
 from agentab.layout import ResultsFolder, RunFolder, split_run_slug
+from agentab.run.workspace import sweep_abandoned
 from agentab.synthesis.integrity import CHANGED_PREFIX, read_secret
 from agentab.synthesis.results import structure_problem
 from agentab.workflow.budget import budget_on_start
@@ -327,6 +328,8 @@ def repair_on_start(snakemake_workflow, workflow, argv: list[str]) -> None:
     try:
         lines = budget_on_start(workflow, dry)  # first: a run tried again is a run to redo
         lines += repair_workflow(workflow, dry=dry)
+        if not dry:
+            sweep_abandoned(workflow.layout.work)
     except OSError as error:
         stop_on_storage_error(error)
     for line in lines:

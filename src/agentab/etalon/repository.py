@@ -1,4 +1,4 @@
-"""The etalon: a pinned tag of a repository, cloned fresh for every run.
+"""The etalon's repository: a pinned tag, its local mirror, a fresh clone for every run.
 
 A local mirror per repository is fetched once. Beside it, each tag is cloned once from the
 mirror (`git clone`, the tag checked out detached, no remote) into a pristine checkout that no
@@ -12,6 +12,7 @@ always etalon + `result.patch`.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from agentab.errors import AgentabError, problem
-from agentab.files import exclusive_lock
+from agentab.etalon.tree import TreeGit, controlled_gitdir, make_controlled_gitdir
+from agentab.files import exclusive_lock, open_inside
 
 GIT_IDENTITY = ("agent", "agent@agentab.invalid")
 # Files the workflow engine itself leaves in a clone: never the agent's work.
@@ -68,20 +70,22 @@ def git(*args: str, cwd: Path | None = None, env: dict | None = None, check: boo
 
 
 def exclude_from_git(clone: Path, paths: list[str]) -> None:
-    """List paths in `.git/info/exclude`, anchored to the clone's root, each once."""
+    """List paths in `.git/info/exclude`, anchored to the clone's root, each once: the agent's
+    own git then shows none of them. agentab's own answers come from the controlled git
+    directory, which gets them too. The clone's file is opened without following a link (a
+    setup may have made one that points out of the clone)."""
     if not paths:
         return
-    exclude = clone / ".git" / "info" / "exclude"
-    exclude.parent.mkdir(parents=True, exist_ok=True)
-    existing = exclude.read_text().splitlines() if exclude.exists() else []
     lines = [f"/{PurePosixPath(p).as_posix().strip('/')}" for p in paths]
-    new = [line for line in dict.fromkeys(lines) if line not in existing]
-    if new:
-        with exclude.open("a") as handle:
-            if existing and existing[-1] != "":
-                handle.write("\n")
-            handle.write("# placed by agentab: harness files, not the agent's work\n")
-            handle.write("".join(f"{line}\n" for line in new))
+    with open_inside(clone, ".git/info/exclude", os.O_RDWR | os.O_CREAT) as handle:
+        existing = handle.read().decode(errors="replace").splitlines()
+        new = [line for line in dict.fromkeys(lines) if line not in existing]
+        if new:
+            prefix = "\n" if existing and existing[-1] != "" else ""
+            note = "# placed by agentab: harness files, not the agent's work\n"
+            handle.write((prefix + note + "".join(f"{line}\n" for line in new)).encode())
+    if (controlled_gitdir(clone) / "HEAD").is_file():
+        TreeGit(clone).exclude(paths)
 
 
 def is_url(location: str) -> bool:
@@ -213,8 +217,18 @@ def fresh_clone(location: str, tag: str, dest: Path, mirrors_dir: Path) -> str:
     dest.parent.mkdir(parents=True, exist_ok=True)
     # symlinks=True: a link in the repository stays a link, as git would check it out.
     shutil.copytree(pristine, dest, symlinks=True)
+    control(dest, sha, location, mirrors_dir)
     verify_tree(dest, sha, pristine.parent, tag)
     return sha
+
+
+def control(tree: Path, sha: str, location: str, mirrors_dir: Path) -> TreeGit:
+    """Give a checkout of the etalon its controlled git directory (`tree.py`): how agentab
+    asks git about it once hostile code has touched it."""
+    gitdir = controlled_gitdir(tree)
+    shutil.rmtree(gitdir, ignore_errors=True)
+    make_controlled_gitdir(tree, sha, mirror_path(location, mirrors_dir) / "objects")
+    return TreeGit(tree)
 
 
 def verify_tree(tree: Path, sha: str, pristine_folder: Path, tag: str) -> None:
@@ -224,11 +238,11 @@ def verify_tree(tree: Path, sha: str, pristine_folder: Path, tag: str) -> None:
     poisoned by an agent: such a tree is a fault, never a run, and the checkout is made again
     from the mirror's objects."""
     head = git("rev-parse", "HEAD", cwd=tree).strip()
-    changes = git("status", "--porcelain", "--untracked-files=all", "--ignored", cwd=tree)
-    if head == sha and not changes.strip():
+    changes = TreeGit(tree).differences()
+    if head == sha and not changes:
         return
     shutil.rmtree(pristine_folder, ignore_errors=True)
-    shown = "; ".join(changes.strip().splitlines()[:5]) or f"HEAD {head[:12]} is not {sha[:12]}"
+    shown = "; ".join(changes[:5]) or f"HEAD {head[:12]} is not {sha[:12]}"
     raise EtalonFault(
         f"the checkout of etalon tag {tag} differed from the tag ({shown}): it is made again "
         "from the mirror, and the job is redone"
@@ -282,54 +296,6 @@ def tag_sha(repo: Path, tag: str) -> str:
     return git("rev-parse", f"refs/tags/{tag}^{{commit}}", cwd=repo).strip()
 
 
-def result_patch(clone: Path, base_sha: str) -> bytes:
-    """The agent's work against the etalon commit (the SHA recorded at clone time, not the tag,
-    which the agent can move or delete): binary-safe, untracked files included, excluded not.
-
-    A private index keeps the clone's own index untouched; `git add -A` honours
-    .gitignore and .git/info/exclude, which is where injected files are listed.
-    """
-    clone = Path(clone)
-    index = clone / ".git" / "agentab-patch-index"
-    index.unlink(missing_ok=True)
-    try:
-        env = git_env(GIT_INDEX_FILE=str(index))
-        git("read-tree", base_sha, cwd=clone, env=env)
-        git("add", "--all", cwd=clone, env=env)
-        result = subprocess.run(
-            [
-                "git",
-                "diff",
-                "--cached",
-                "--binary",
-                "--no-color",
-                "--no-ext-diff",
-                base_sha,
-            ],
-            cwd=clone,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-        )
-    finally:
-        index.unlink(missing_ok=True)
-    if result.returncode != 0:
-        raise AgentabError(
-            f"git diff failed in {clone}: {result.stderr.decode(errors='replace').strip()}"
-        )
-    return result.stdout
-
-
-def changed_files(patch: bytes) -> list[str]:
-    """Paths a patch touches, in order, each once (the `b/` side; the `a/` side for deletions)."""
-    files: list[str] = []
-    for line in patch.decode("utf-8", errors="replace").splitlines():
-        match = re.match(r"^diff --git a/(.*) b/(.*)$", line)
-        if match and match.group(2) not in files:
-            files.append(match.group(2))
-    return files
-
-
 def checkout_with_patch(
     location: str, tag: str, patch_file: Path, dest: Path, mirrors_dir: Path, before_patch=None
 ) -> str:
@@ -339,5 +305,6 @@ def checkout_with_patch(
     if before_patch is not None:
         before_patch(dest)
     if Path(patch_file).stat().st_size:
-        git("apply", "--binary", "--whitespace=nowarn", str(Path(patch_file).absolute()), cwd=dest)
+        # The setup ran in this checkout, confined: its `.git` is no longer agentab's.
+        TreeGit(dest).apply(patch_file)
     return sha

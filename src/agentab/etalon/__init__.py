@@ -1,0 +1,57 @@
+"""The etalon: the pinned tag of the repository measured, cloned fresh for every run.
+
+`repository` holds the mirror, each tag's pristine checkout, a fresh clone of it and a checkout
+of etalon + patch; `tree` asks git about a checkout once hostile code has touched it, through a
+git directory agentab owns (the patch, the files it touches, what setup made). A run's outcome
+is always etalon + `result.patch`.
+"""
+
+from agentab.etalon.repository import (
+    GIT_IDENTITY,
+    PRISTINE_CHECKOUTS,
+    TOOLING_FILES,
+    EtalonFault,
+    EtalonProblem,
+    checkout_with_patch,
+    control,
+    ensure_mirror,
+    etalon_problem,
+    exclude_from_git,
+    fresh_clone,
+    git,
+    git_env,
+    is_url,
+    list_refs,
+    mirror_path,
+    pristine_checkout,
+    repository_name,
+    tag_sha,
+    verify_tree,
+)
+from agentab.etalon.tree import PatchResult, TreeGit, patch_files
+
+__all__ = [
+    "GIT_IDENTITY",
+    "PRISTINE_CHECKOUTS",
+    "TOOLING_FILES",
+    "EtalonFault",
+    "EtalonProblem",
+    "PatchResult",
+    "TreeGit",
+    "checkout_with_patch",
+    "control",
+    "ensure_mirror",
+    "etalon_problem",
+    "exclude_from_git",
+    "fresh_clone",
+    "git",
+    "git_env",
+    "is_url",
+    "list_refs",
+    "mirror_path",
+    "patch_files",
+    "pristine_checkout",
+    "repository_name",
+    "tag_sha",
+    "verify_tree",
+]

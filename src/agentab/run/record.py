@@ -1,0 +1,84 @@
+"""What a run leaves besides its stream: run.json's record, the hashes of its files, the
+environment it got, the faults of its attempts."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentab.confinement.bwrap import confinement_record
+from agentab.files import file_sha256
+from agentab.harnesses.base import Harness, HarnessFault
+from agentab.layout import run_id
+
+if TYPE_CHECKING:
+    from agentab.run.agent_run import AgentRun
+
+
+def record_fault(faults: Path, fault: HarnessFault) -> None:
+    """Every fault is kept (the run has no measures yet): the synthesis counts them per cell."""
+    line = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "fault": fault.render()}
+    with faults.open("a", encoding="utf-8") as log:
+        log.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+def run_record(
+    scenario, cell, rep: int, harness: Harness, sha: str, run: AgentRun, seed, confinement: str
+) -> dict:
+    agent = cell.agent
+    offline = agent.provider == "offline"
+    return {
+        "schema": 1,
+        "scenario": scenario.name,
+        "cell": cell.name,
+        "slug": cell.slug,
+        "rep": rep,
+        "run": run_id(cell.slug, rep),
+        **({"task": cell.task} if getattr(cell, "task", "") else {}),
+        "harness": harness.name,
+        "harness_version": agent.version,
+        "provider": agent.provider,
+        "model": agent.model,
+        "thinking": agent.thinking,
+        "timeout_s": agent.timeout_s,
+        "argv": run.invocation.argv,
+        "env": run.invocation.env_for_record(),
+        "confinement": confinement_record(confinement),
+        "etalon": {"repo": scenario.etalon.repo, "tag": scenario.etalon_for(cell).tag, "sha": sha},
+        "bricks": [
+            {
+                "kind": brick.kind,
+                "rel": brick.rel,
+                "sha256": brick.sha256,
+                "passed_as": run.invocation.passed_as.get(brick.rel, ""),
+            }
+            for brick in cell.bricks
+        ],
+        "offline_model": {"policy": agent.model, "seed": seed} if offline else None,
+        "started": run.started,
+        "duration_s": round(run.process.duration_s, 3),
+        "exit_code": run.process.exit_code,
+        "outcome": run.outcome.as_dict(),
+        "facts": run.facts.as_dict(),
+    }
+
+
+def run_file_hashes(folder: Path, exclude: set[str]) -> dict[str, str]:
+    """The sha256 of every file the run left in its folder (its subfolders are the validators'
+    and the logs', written after it)."""
+    return {
+        path.name: file_sha256(path)
+        for path in sorted(folder.iterdir())
+        if path.is_file() and path.name not in exclude and not path.name.endswith(".partial")
+    }
+
+
+def keep_environment(setup, path: Path) -> None:
+    """The environment this run got, as its setup listed it: runs of one scenario that got
+    different ones are flagged in the synthesis."""
+    if setup.environment:
+        path.write_text("\n".join(setup.environment) + "\n")
+    else:
+        path.unlink(missing_ok=True)
