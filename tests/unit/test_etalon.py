@@ -74,7 +74,7 @@ def test_the_patch_has_untracked_and_binary_files_and_no_injected_ones(tmp_path:
     repo = tmp_path / "repo"
     make_git_repo(repo, {"a.txt": "a\n", ".gitignore": "*.log\n"})
     clone = tmp_path / "clone"
-    sha = fresh_clone(str(repo), "v1.0", clone, tmp_path / "mirrors")
+    fresh_clone(str(repo), "v1.0", clone, tmp_path / "mirrors")
     (clone / "a.txt").write_text("changed\n")
     (clone / "new.txt").write_text("new\n")
     (clone / "blob.bin").write_bytes(bytes(range(256)))
