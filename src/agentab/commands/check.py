@@ -12,6 +12,7 @@ from agentab.commands.credentials_check import (
     providers_needing_keys,
 )
 from agentab.commands.etalon_checks import etalon_warnings, try_setup
+from agentab.confinement.limits import enforcement_here
 from agentab.errors import ScenarioError
 from agentab.scenario import Cell, Scenario, load_scenario
 from agentab.scenario.rules import check_scale
@@ -93,6 +94,7 @@ def run(args) -> int:
         report = {"ok": True, **scenario.as_dict(), "jobs": workflow_jobs(scenario)}
         report["warnings"] = warnings
         report["receipt_limits"] = receipt_limits(scenario)
+        report["limits"] = {**scenario.limits.as_dict(), "here": enforcement_here()}
         report["min_runs_per_group"] = MIN_RUNS_PER_GROUP
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
@@ -168,6 +170,7 @@ def render_matrix(scenario: Scenario, warnings: list[str]) -> str:
         f"etalon      {scenario.etalon.repo} @ {scenario.etalon.tag}",
         f"agent       {agent.harness} {agent.version} · {agent.provider}/{agent.model} · "
         f"thinking {agent.thinking} · timeout {agent.timeout_s:g}s",
+        *limits_lines(scenario),
         f"metrics     {', '.join(scenario.metrics)}",
         "validators  " + ", ".join(f"{s.name} ({s.mode})" for s in scenario.validators.values()),
         "",
@@ -197,6 +200,17 @@ def render_matrix(scenario: Scenario, warnings: list[str]) -> str:
     lines += [f"warning     {warning}" for warning in warnings]
     lines += [f"receipt     {limit}" for limit in receipt_limits(scenario)]
     return "\n".join(lines)
+
+
+def limits_lines(scenario: Scenario) -> list[str]:
+    """Each run's limits, and how this machine would enforce them."""
+    limits = scenario.limits
+    shown = limits.as_dict()
+    return [
+        f"limits      each run: memory {shown['memory']}, processes {shown['processes']}, "
+        f"disk {shown['disk']}, patch {shown['patch']}",
+        f"            here: {enforcement_here()} (docs/confinement.md#limits)",
+    ]
 
 
 def task_lines(scenario: Scenario) -> list[str]:

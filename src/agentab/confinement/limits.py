@@ -300,6 +300,22 @@ def _end_members(folder: Path) -> None:
                 os.kill(int(pid), 9)
 
 
+def enforcement_here() -> str:
+    """How this machine would enforce a run's limits, said for a person (`agentab check`)."""
+    place = cgroup_place()
+    memory = (
+        f"memory and processes by a cgroup v{place.version} per run"
+        if place is not None
+        else "memory and processes by rlimits only (no cgroup can be made here)"
+    )
+    disk = (
+        "disk by a tmpfs per run"
+        if os.geteuid() == 0
+        else "disk by a tmpfs for /tmp and a cap per file (the clone is on this disk: not root)"
+    )
+    return f"{memory}; {disk}"
+
+
 # --------------------------------------------------------------------------- disk
 
 
