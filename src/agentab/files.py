@@ -122,14 +122,8 @@ def open_inside(root: Path, relative: str, flags: int, mode: int = 0o644):
     parts = [part for part in Path(relative).parts if part not in ("", ".")]
     if not parts or ".." in parts or Path(relative).is_absolute():
         raise ValueError(f"{relative!r} is not a path inside a tree")
-    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    folder = folder_inside(root, "/".join(parts[:-1]), make=True)
     try:
-        for part in parts[:-1]:
-            with suppress(FileExistsError):
-                os.mkdir(part, 0o755, dir_fd=folder)
-            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
-            os.close(folder)
-            folder = inner
         fd = os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
     finally:
         os.close(folder)
@@ -143,20 +137,30 @@ def write_inside(root: Path, relative: str, data: bytes, mode: int = 0o644) -> N
     """Write a file at `root/relative` in a tree a confined process wrote: whatever stood
     there (a file, a link) is replaced, and no link on the way is followed."""
     parent, _, name = str(relative).rpartition("/")
-    with open_inside(root, f"{parent}/.agentab-partial" if parent else ".agentab-partial",
-                     os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode) as handle:  # fmt: skip
+    partial = f".agentab-{secrets.token_hex(6)}.partial"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    with open_inside(root, f"{parent}/{partial}" if parent else partial, flags, mode) as handle:
         handle.write(data)
-    folder = _folder_inside(root, parent)
+    folder = folder_inside(root, parent)
     try:
-        os.replace(".agentab-partial", name, src_dir_fd=folder, dst_dir_fd=folder)
+        os.replace(partial, name, src_dir_fd=folder, dst_dir_fd=folder)
     finally:
         os.close(folder)
 
 
-def _folder_inside(root: Path, relative: str) -> int:
+def folder_inside(root: Path, relative: str, make: bool = False) -> int:
+    """A descriptor of the folder `root/relative`, reached without following a link (OSError
+    when a step is a link or not a folder); missing folders made when `make`."""
     folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    for part in [p for p in Path(relative).parts if p not in ("", ".")]:
-        inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+    try:
+        for part in [p for p in Path(relative).parts if p not in ("", ".")]:
+            if make:
+                with suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=folder)
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+    except BaseException:
         os.close(folder)
-        folder = inner
+        raise
     return folder

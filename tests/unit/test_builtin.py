@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from agentab.scenario import load_scenario
-from agentab.synthesis.builtin import builtin_metrics, tool_call_counts
+from agentab.synthesis.builtin import builtin_metrics, protected_paths, tool_call_counts
 from agentab.synthesis.environment import differing_environments, failed_calls_warnings
 from agentab.synthesis.measures import build_measures
 from agentab.validators import validator_output
@@ -60,7 +60,24 @@ def test_the_builtins_come_from_the_record_and_the_transcript(tmp_path):
         "output_tokens": 2,
         "cost_usd": 0.01,
         "duration_s": 12.5,
+        "protected_edits": 0,
     }
+    edits = builtin_metrics(run, tmp_path / "t.jsonl", ["tests/test_a.py", "conftest.py"])
+    assert edits["protected_edits"] == 2
+
+
+def test_protected_paths_come_from_the_files_git_listed_else_the_patch(tmp_path):
+    run = {"patch": {"files": ["calc.py", "tests/test_calc.py", "conftest.py"]}}
+    protect = ("tests/**", "**/conftest.py")
+    assert protected_paths(run, protect, None) == ["tests/test_calc.py", "conftest.py"]
+    assert protected_paths(run, (), None) == []
+    # An older run.json without the list: git reads the patch (a quoted name included).
+    patch = tmp_path / "result.patch"
+    patch.write_bytes(
+        b'diff --git "a/test_\\303\\251.py" "b/test_\\303\\251.py"\nnew file mode 100644\n'
+        b'--- /dev/null\n+++ "b/test_\\303\\251.py"\n@@ -0,0 +1 @@\n+import os\n'
+    )
+    assert protected_paths({}, ("test_*.py",), patch) == ["test_é.py"]
 
 
 @pytest.fixture

@@ -31,7 +31,16 @@ def test_runs_lists_every_run_with_status_and_reason(results: Path, capsys) -> N
     assert main(["runs", str(results)]) == 0
     out, err = capsys.readouterr()
     lines = out.splitlines()
-    assert lines[0].split() == ["RUN", "STATUS", "CELL", "TURNS", "TOOL", "CALLS", "REASON"]
+    assert lines[0].split() == [
+        "RUN",
+        "STATUS",
+        "CELL",
+        "TURNS",
+        "TOOL",
+        "CALLS",
+        "PROTECTED",
+        "REASON",
+    ]
     assert len(lines) == 21
     assert any(line.split()[:2] == ["rule/r10", "fault"] for line in lines)
     assert any(line.split()[:2] == ["nothing/r10", "missing"] for line in lines)

@@ -67,11 +67,12 @@ def run(args) -> int:
 
 
 def table(entries) -> str:
-    rows = [("RUN", "STATUS", "CELL", "TURNS", "TOOL CALLS", "REASON")]
+    rows = [("RUN", "STATUS", "CELL", "TURNS", "TOOL CALLS", "PROTECTED", "REASON")]
     rows += [(e.run, e.status, e.cell, *builtin_columns(e), flat(e.reason)) for e in entries]
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    last = len(rows[0]) - 1
+    widths = [max(len(row[i]) for row in rows) for i in range(last)]
     return "\n".join(
-        "  ".join(row[i].ljust(widths[i]) for i in range(5)) + "  " + row[5] for row in rows
+        "  ".join(row[i].ljust(widths[i]) for i in range(last)) + "  " + row[last] for row in rows
     ).rstrip()
 
 
@@ -80,12 +81,15 @@ def builtin_of(entry) -> dict:
     return (entry.record.builtin if entry.record else None) or {}
 
 
-def builtin_columns(entry) -> tuple[str, str]:
+def builtin_columns(entry) -> tuple[str, str, str]:
+    """TURNS, TOOL CALLS, and PROTECTED: the protected paths its patch touched, named."""
     builtin = builtin_of(entry)
     turns = "" if builtin.get("turns") is None else str(builtin["turns"])
     calls, errors = builtin.get("tool_calls"), builtin.get("tool_errors")
     tools = "" if calls is None else f"{calls} ({errors or 0} failed)"
-    return turns, tools
+    files = (entry.record.protected_files if entry.record else None) or []
+    protected = f"{len(files)}: {', '.join(files[:2])}{', …' if len(files) > 2 else ''}"
+    return turns, tools, protected if files else ("0" if "protected_edits" in builtin else "")
 
 
 def flat(text: str) -> str:

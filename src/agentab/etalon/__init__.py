@@ -2,10 +2,12 @@
 
 `repository` holds the mirror, each tag's pristine checkout, a fresh clone of it and a checkout
 of etalon + patch; `tree` asks git about a checkout once hostile code has touched it, through a
-git directory agentab owns (the patch, the files it touches, what setup made). A run's outcome
-is always etalon + `result.patch`.
+git directory agentab owns (the patch, the files it touches, what setup made); `protect` gives
+a validator's checkout back the paths that belong to the measurement. A run's outcome is always
+etalon + `result.patch`.
 """
 
+from agentab.etalon.protect import Restored, is_protected, protected_files
 from agentab.etalon.repository import (
     GIT_IDENTITY,
     PRISTINE_CHECKOUTS,
@@ -37,6 +39,7 @@ __all__ = [
     "EtalonFault",
     "EtalonProblem",
     "PatchResult",
+    "Restored",
     "TreeGit",
     "checkout_with_patch",
     "control",
@@ -46,11 +49,13 @@ __all__ = [
     "fresh_clone",
     "git",
     "git_env",
+    "is_protected",
     "is_url",
     "list_refs",
     "mirror_path",
     "patch_files",
     "pristine_checkout",
+    "protected_files",
     "repository_name",
     "tag_sha",
     "verify_tree",

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from agentab.errors import AgentabError, problem
-from agentab.etalon.tree import TreeGit, controlled_gitdir, make_controlled_gitdir
+from agentab.etalon.protect import Restored, restore_protected
+from agentab.etalon.tree import TreeGit, controlled_gitdir, make_controlled_gitdir, patch_files
 from agentab.files import exclusive_lock, open_inside
 
 GIT_IDENTITY = ("agent", "agent@agentab.invalid")
@@ -297,14 +298,26 @@ def tag_sha(repo: Path, tag: str) -> str:
 
 
 def checkout_with_patch(
-    location: str, tag: str, patch_file: Path, dest: Path, mirrors_dir: Path, before_patch=None
-) -> str:
+    location: str,
+    tag: str,
+    patch_file: Path,
+    dest: Path,
+    mirrors_dir: Path,
+    before_patch=None,
+    protect: tuple[str, ...] = (),
+    touched: list[str] | None = None,
+) -> Restored:
     """A fresh checkout of etalon + patch: how a validator sees a run's result, on its own.
-    `before_patch(dest)` runs on the checkout as tagged (the etalon's setup)."""
-    sha = fresh_clone(location, tag, dest, mirrors_dir)
+    `before_patch(dest)` runs on the checkout as tagged (the etalon's setup). Then the protected
+    paths the patch touched (`touched`, else as git reads the patch) are given back as tagged
+    (`protect.py`); what was restored and removed is returned."""
+    fresh_clone(location, tag, dest, mirrors_dir)
     if before_patch is not None:
         before_patch(dest)
-    if Path(patch_file).stat().st_size:
-        # The setup ran in this checkout, confined: its `.git` is no longer agentab's.
-        TreeGit(dest).apply(patch_file)
-    return sha
+    patch = Path(patch_file).read_bytes()
+    if not patch:
+        return Restored()
+    # The setup ran in this checkout, confined: its `.git` is no longer agentab's.
+    tree = TreeGit(dest)
+    tree.apply(patch_file)
+    return restore_protected(tree, protect, patch_files(patch) if touched is None else touched)

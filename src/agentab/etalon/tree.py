@@ -174,8 +174,9 @@ class TreeGit:
         return bool(split_z(out))
 
     def differences(self) -> list[str]:
-        """Every path whose state differs from the etalon commit: changed, added (ignored
-        included, excluded not) or removed. Empty for a tree exactly as tagged."""
+        """Every path whose state differs from the etalon commit: changed, removed or added
+        (ignored included; a folder that is wholly new as `name/`). Empty for a tree exactly as
+        tagged."""
         index = self.private_base_index()
         try:
             self.run("update-index", "-q", "--refresh", index=index, check=False)
@@ -183,7 +184,7 @@ class TreeGit:
             others = split_z(self.run("ls-files", "-z", "--others", "--directory", index=index))
         finally:
             index.unlink(missing_ok=True)
-        return changed + [name.rstrip("/") for name in others]
+        return changed + others
 
     def private_base_index(self) -> Path:
         """A new index of the etalon commit, for one question (the caller removes it)."""

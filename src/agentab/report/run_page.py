@@ -82,15 +82,23 @@ def run_view(results_dir: Path, entry: RunEntry, scenario) -> RunView:
         validators=validator_views(folder),
         receipt=receipt_view(folder / RECEIPT_FILE),
         provenance=provenance_rows(record.provenance if record else run_provenance(run)),
-        builtin=[
-            (name, "" if value is None else str(value))
-            for name, value in ((record.builtin if record else None) or {}).items()
-        ],
+        builtin=builtin_rows(record),
         problems=list(record.problems) if record else [],
         faults=[fault_reason(fault) for fault in read_faults(folder)],
         raw_files=raw_files(folder),
         outcome=run.get("outcome") if isinstance(run.get("outcome"), dict) else {},
     )
+
+
+def builtin_rows(record) -> list[tuple[str, str]]:
+    """The built-in metrics as rows; `protected_edits` names the protected paths it counts."""
+    rows = []
+    for name, value in ((record.builtin if record else None) or {}).items():
+        shown = "" if value is None else str(value)
+        if name == "protected_edits" and record.protected_files:
+            shown += f" ({', '.join(record.protected_files)}: given back as tagged to validators)"
+        rows.append((name, shown))
+    return rows
 
 
 def read_json(path: Path):

@@ -26,6 +26,7 @@ from agentab.scenario.rules import (
     check_matrix,
     check_no_op_settings,
     check_offline_policies,
+    check_protected_paths,
     check_values,
     pick_reference,
     variants_as_lists,
@@ -109,6 +110,7 @@ def _load(path: Path, check_etalon: bool, check_bricks: bool, check_schema: bool
         raise ScenarioError(sink.problems)
     sc_dir = path.parent
     check_values(data, sink)
+    check_protected_paths(data, sink)
     check_matrix(data, sink)
     check_validators(data, sc_dir, sink, check_bricks)
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from agentab.confinement.limits import LIMITS_FIX, size_problem
+from agentab.etalon.protect import glob_problem
 from agentab.scenario.bricks import (
     KIND_WORDS,
     brick_shape_problem,
@@ -437,6 +438,19 @@ def check_limits_declared(data: dict, sink: Collector) -> None:
         message = size_problem(limits[key]) if key in limits else None
         if message:
             sink.add(f"protocol.limits.{key}", f"`protocol.limits.{key}`: {message}", LIMITS_FIX)
+
+
+def check_protected_paths(data: dict, sink: Collector) -> None:
+    """Each `[validation] protect` pattern names paths inside the repository."""
+    for glob in data["validation"].get("protect") or ():
+        message = glob_problem(glob)
+        if message:
+            sink.add(
+                "validation.protect",
+                f"`validation.protect`: {message}",
+                'write paths relative to the repository\'s root, e.g. protect = ["tests/**", '
+                '"**/conftest.py", "pytest.ini"]',
+            )
 
 
 def check_scale(scenario) -> list[str]:

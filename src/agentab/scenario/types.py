@@ -161,6 +161,11 @@ class Scenario:
         return None if budget is None else float(budget)
 
     @property
+    def protect(self) -> tuple[str, ...]:
+        """`[validation] protect`: the etalon's paths that belong to the measurement."""
+        return tuple((self.raw.get("validation") or {}).get("protect") or ())
+
+    @property
     def limits(self) -> Limits | None:
         """`[protocol] limits`: what each run may take of the machine (None in a frozen copy
         from before limits were declared: such a scenario only synthesizes)."""

@@ -20,6 +20,7 @@ BUILTIN_METRICS = (
     "output_tokens",
     "cost_usd",
     "duration_s",
+    "protected_edits",
 )
 
 # How harnesses write a command's exit status into a tool's result: pi "Command exited with code
@@ -31,12 +32,15 @@ EXIT_STATUS = re.compile(r"(?:exited with code|exit code:?|exit status:?)\s*(-?\
 FAILED_CALLS_WARNING = 0.5
 
 
-def builtin_metrics(run: dict, transcript: Path) -> dict:
-    """The built-in metrics of one run; a metric the files do not tell is null."""
+def builtin_metrics(run: dict, transcript: Path, protected: list[str] | None = None) -> dict:
+    """The built-in metrics of one run; a metric the files do not tell is null.
+    `protected`: the protected paths its patch changed, added or removed (`protected_paths`),
+    counted as `protected_edits` (docs/validators.md, "Reward hacking")."""
     facts = run.get("facts") or {}
     tokens = facts.get("tokens") or {}
     calls, errors = tool_call_counts(transcript)
     return {
+        "protected_edits": len(protected or []),
         "turns": facts.get("turns"),
         "tool_calls": calls,
         "tool_errors": errors,
@@ -45,6 +49,19 @@ def builtin_metrics(run: dict, transcript: Path) -> dict:
         "cost_usd": facts.get("cost_usd"),
         "duration_s": run.get("duration_s"),
     }
+
+
+def protected_paths(run: dict, protect, patch: Path | None) -> list[str]:
+    """The protected paths the run's patch touches: from the files git listed when the patch
+    was made (run.json), else as git reads the patch."""
+    if not protect:
+        return []
+    from agentab.etalon import patch_files, protected_files  # late: git only when protecting
+
+    listed = (run.get("patch") or {}).get("files")
+    if not (isinstance(listed, list) and all(isinstance(path, str) for path in listed)):
+        listed = patch_files(patch.read_bytes()) if patch is not None and patch.is_file() else []
+    return protected_files(listed, protect)
 
 
 def tool_call_counts(transcript: Path) -> tuple[int | None, int | None]:

@@ -16,7 +16,7 @@ from agentab.files import write_json, write_sealed_json
 from agentab.layout import RunFolder, run_id
 from agentab.run.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.scenario import Cell, Scenario
-from agentab.synthesis.builtin import builtin_metrics
+from agentab.synthesis.builtin import builtin_metrics, protected_paths
 from agentab.synthesis.integrity import (
     changed_problem,
     read_secret,
@@ -191,8 +191,10 @@ def measure_run(
     }
     # The transcript is written with run.json, which is written last: it is there when it is.
     folder = RunFolder(Path(record).parent)
-    builtin = builtin_metrics(run, folder.transcript)
+    protected = protected_paths(run, scenario.protect, folder.patch)
+    builtin = builtin_metrics(run, folder.transcript, protected)
     measures = build_measures(scenario, cell, rep, run, by_validator, form_answers, builtin)
+    measures["protected_files"] = protected
     secret = read_secret(folder.results.path)
     if secret is None:  # a folder made by hand, without agentab's secret: nothing is sealed
         write_json(measures, out)

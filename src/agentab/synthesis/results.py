@@ -40,6 +40,7 @@ class RunRecord:
     provenance: dict
     receipt: dict | None = None  # the summary of the run's receipt.json, when it has one
     builtin: dict | None = None  # the built-in run metrics (synthesis.builtin), when kept
+    protected_files: list | None = None  # the protected paths its patch touched
     task: str = ""  # its task, in a scenario with [tasks.*]
 
 
@@ -196,6 +197,11 @@ def _read_run(
         provenance=data.get("provenance") or {},
         receipt=data.get("receipt") if isinstance(data.get("receipt"), dict) else None,
         builtin=data.get("builtin") if isinstance(data.get("builtin"), dict) else None,
+        protected_files=[
+            path for path in data.get("protected_files") or [] if isinstance(path, str)
+        ]
+        if isinstance(data.get("protected_files"), list)
+        else None,
         task=task,
     )
 

@@ -99,6 +99,7 @@ class ValidatorJob:
     confinement: str = "bwrap"  # a script runs in a sandbox (agentab.confinement), unless "none"
     path: tuple[str, ...] = ()  # folders of its checkout first on its PATH (`[etalon] path`)
     limits: Any = None  # the scenario's `[protocol] limits` (a script runs the run's code)
+    restored: Any = None  # the protected paths its checkout got back (`etalon.Restored`)
 
     @property
     def name(self) -> str:
@@ -138,8 +139,9 @@ def invalid_output(name: str, mode: str, reason: str) -> dict:
     }
 
 
-Checkout = Callable[[Path, Path], None]
-"""Makes a fresh checkout of etalon + patch: ``checkout(workdir, patch_path)``."""
+Checkout = Callable[[Path, Path], Any]
+"""Makes a fresh checkout of etalon + patch: ``checkout(workdir, patch_path)``; returns what
+protected paths it gave back (an `etalon.Restored`), or None."""
 
 
 def prepare_job(
@@ -183,8 +185,9 @@ def prepare_job(
         context[key] = str(copy)
     # A judge reads the task, the diff and the final message (the context): it is given no
     # checkout, which would cost its job a copy of the etalon and a `git apply` for nothing.
+    restored = None
     if spec.mode != "judge":
-        checkout(workdir, Path(context["patch"]))
+        restored = checkout(workdir, Path(context["patch"]))
         context["workdir"] = str(workdir)
     own_context = inputs / "context.json"
     own_context.write_text(json.dumps(context, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -198,4 +201,5 @@ def prepare_job(
         lock_path=lock_path or scratch_dir / "validator.lock",
         scratch_dir=scratch_dir,
         confinement=confinement,
+        restored=restored,
     )

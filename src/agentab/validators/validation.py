@@ -81,8 +81,15 @@ def validate_run(
             scratch_dir=scratch,
             audit_dir=files.audit,
             checkout=lambda workdir, patch: checkout_with_patch(
-                location, tag, patch, workdir, mirrors_dir.absolute(), before_patch=set_up
-            ),
+                location,
+                tag,
+                patch,
+                workdir,
+                mirrors_dir.absolute(),
+                before_patch=set_up,
+                protect=scenario.protect,
+                touched=context["changed_files"],
+            ),  # fmt: skip
             settings=settings,
             lock_path=files.lock,
             confinement=confinement,
@@ -91,6 +98,12 @@ def validate_run(
             job.path = scenario.etalon.path
             job.limits = scenario.limits
         output = run_validator(job)
+        if job.restored is not None and (job.restored.restored or job.restored.removed):
+            # What the validator scored is etalon + patch with the tests given back: say so.
+            output["protected"] = {
+                "restored": job.restored.restored,
+                "removed": job.restored.removed,
+            }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if files.audit.exists() and not any(files.audit.iterdir()):

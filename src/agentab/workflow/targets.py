@@ -40,6 +40,8 @@ SYNTHESIS_CODE = (
     "synthesis/stats.py",
     "synthesis/strata.py",
     "synthesis/calibration.py",
+    "synthesis/environment.py",
+    "synthesis/protected.py",
     "metrics.py",
     "templates/synthesis.md.j2",
 )
@@ -143,7 +145,13 @@ class Workflow:
     @cached_property
     def _run_params(self) -> dict[tuple[str, str], str]:
         return {
-            (name, c.slug): as_param({"etalon": sc.etalon_for(c).as_param(), **c.run_config()})
+            (name, c.slug): as_param(
+                {
+                    "etalon": sc.etalon_for(c).as_param(),
+                    **c.run_config(),
+                    "limits": _limits_param(sc),
+                }
+            )
             for name, sc in self.scenarios.items()
             for c in sc.run_cells
         }
@@ -178,6 +186,9 @@ class Workflow:
                 decided = {"validator": spec.as_dict(), "files": files}
                 if sc.etalon.setup or sc.etalon.path:  # its checkout is set up too
                     decided["etalon"] = sc.etalon.as_param()
+                if spec.mode == "script":  # its checkout, and the run's code in it
+                    decided["protect"] = list(sc.protect)
+                    decided["limits"] = _limits_param(sc)
                 limit = validator_timeout_s(spec) + setup_time_s(sc.etalon)
                 table[name, validator] = (as_param(decided), _minutes_with_margin(limit))
         return table
@@ -234,7 +245,11 @@ class Workflow:
     def _measure_params(self) -> dict[str, str]:
         return {
             name: as_param(
-                {"metrics": sc.metrics, "validators": {n: s.mode for n, s in sc.validators.items()}}
+                {
+                    "metrics": sc.metrics,
+                    "validators": {n: s.mode for n, s in sc.validators.items()},
+                    "protect": list(sc.protect),  # the built-in protected_edits
+                }
             )
             for name, sc in self.scenarios.items()
         }
@@ -296,6 +311,10 @@ def measured_summary(workflow: Workflow) -> str:
             + (f"; read {synthesis}" if synthesis.exists() else "")
         )
     return "\n".join(lines)
+
+
+def _limits_param(scenario) -> dict | None:
+    return scenario.limits.as_dict() if scenario.limits else None
 
 
 def _minutes_with_margin(seconds: float) -> int:
