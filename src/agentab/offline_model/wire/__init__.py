@@ -11,6 +11,8 @@ A wire module declares:
 - `error(message, status) -> dict`: an error body as the provider would send it;
 - `usage_in(payload) -> dict | None`: the token counts (`input`, `output`, `cache_read`, …) a
   provider's reply or one of its streamed events states, for the recording proxy;
+- `KEY_HEADER`: `(name, value)` of the header the provider's API takes its key in, the value
+  with `{key}` where the key goes: the recording proxy puts a real key there and nowhere else;
 - optionally `side_reply(method, path, body, policy) -> (status, dict) | None`: an answer to a
   request that is not a model turn (a model listing, a token count), which consumes no step.
 

@@ -10,6 +10,8 @@ from agentab.offline_model.policy import Conversation, Reply
 from agentab.offline_model.wire._common import text_of
 
 NAME = "anthropic-messages"
+# The header the API takes its key in: the recording proxy puts a real key there, nowhere else.
+KEY_HEADER = ("x-api-key", "{key}")
 
 
 def matches(method: str, path: str) -> bool:

@@ -26,6 +26,9 @@ import re
 from agentab.offline_model.policy import Conversation, Reply
 
 NAME = "gemini"
+# The header the API takes its key in: the recording proxy puts a real key there, nowhere else
+# (Gemini also reads `?key=`, which the proxy never fills).
+KEY_HEADER = ("x-goog-api-key", "{key}")
 
 METHOD_PATTERN = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
 MODEL_TURN_METHODS = ("generateContent", "streamGenerateContent")

@@ -21,6 +21,8 @@ from agentab.offline_model.policy import Conversation, Reply, ToolCall
 from agentab.offline_model.wire._common import text_of
 
 NAME = "openai-responses"
+# The header the API takes its key in: the recording proxy puts a real key there, nowhere else.
+KEY_HEADER = ("Authorization", "Bearer {key}")
 # The schema recorded in Conversation.tools for a tool that takes free text, not JSON.
 CUSTOM_TOOL = "x-custom-tool"
 # Input items the model itself produced: consecutive ones form one assistant turn.
