@@ -1,7 +1,8 @@
 """What the recording proxy reads in a provider's reply on its way back, and what it masks.
 
 `ReplySummary` keeps what the request log records of a reply (its status, the usage the provider
-stated, an error message). `KeyRedactor` masks
+stated, an error message) and the ids of the tool calls it asks for, which tell the agent's own
+requests from the harness's (`agentab.offline_model.origin`). `KeyRedactor` masks
 the provider's key in the bytes passed back: a provider that echoes a request in its error
 would otherwise hand the key to the agent.
 """
@@ -16,7 +17,8 @@ SECRET_MARK = "<secret>"
 
 
 class ReplySummary:
-    """What the log keeps of a reply: its status, the usage the provider stated, its error."""
+    """What the log keeps of a reply: its status, the usage the provider stated, its error; and
+    the tool calls it asks for."""
 
     def __init__(self, api, status: int, content_type: str, secrets: list[str]):
         self.api = api
@@ -24,6 +26,7 @@ class ReplySummary:
         self.streamed = content_type.startswith("text/event-stream")
         self.secrets = secrets
         self.usage: dict = {}
+        self.calls: set[str] = set()
         self._pending = b""
         self._whole = bytearray()
         self._payload = None
@@ -40,7 +43,8 @@ class ReplySummary:
             self._read_event_line(line)
 
     def read_whole(self) -> None:
-        """A reply that is not streamed is read once it is whole, before it is passed on."""
+        """A reply that is not streamed is read once it is whole, before it is passed on: its
+        tool calls must be known before the harness can run them."""
         if not self.streamed and not self._read:
             self._payload = self._count(bytes(self._whole))
             self._read = True
@@ -58,6 +62,7 @@ class ReplySummary:
             if self.api is None or not isinstance(item, dict):
                 continue
             self.usage.update(self.api.usage_in(item) or {})  # each API's counts are running totals
+            self.calls |= self.api.calls_in(item)
         return payload
 
     def result(self) -> dict:

@@ -20,8 +20,10 @@ here, not by the agent:
 Each request goes on otherwise as the harness sent it, with `Accept-Encoding: identity`, so that
 the proxy can read the usage the provider states. The reply comes back as it arrives, streamed
 events included. Each request becomes one line of `model-requests.jsonl`, in the offline model's
-format: `seq`, `api`, `path`, `body`, the request's header *names*, and a reply summary
-(`status`, `usage`, an error message). Header values are never written.
+format: `seq`, `at`, `origin`, `api`, `path`, `body`, the request's header *names*, and a reply
+summary (`status`, `usage`, an error message). Header values are never written. `origin` tells
+the harness's requests from those its tools sent (`agentab.offline_model.origin`): the proxy
+reads the tool calls of each reply to a harness's request before the harness can run them.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from agentab.errors import AgentabError, problem
 from agentab.harnesses.base import HarnessFault
 from agentab.offline_model import wire
 from agentab.offline_model.local_server import LocalServer, serving
+from agentab.offline_model.origin import HARNESS, ToolCallWatch, arrival_time
 from agentab.run.proxy_replies import WHOLE_REPLY_LIMIT, KeyRedactor, ReplySummary, masked
 
 # Each provider's own origin; the harness's path (`/v1/messages`, `/v1beta/models/…`) follows it.
@@ -149,6 +152,7 @@ class RecordingProxy(LocalServer):
         self._requests = 0
         self._in_flight: dict[int, dict] = {}
         self._closed = False
+        self.tool_calls = ToolCallWatch()
 
     def connection(self) -> http.client.HTTPConnection:
         kind = (
@@ -211,14 +215,18 @@ class ProxyHandler(BaseHTTPRequestHandler):
         self._forward("PATCH")
 
     def _forward(self, method: str) -> None:
+        arrived = arrival_time()
         raw = self._request_body()
         body = parsed_json(raw)
         api, refusal = model_request(method, self.path, body)
+        origin = self.server.tool_calls.origin(api, body)
+        self._arrival = {"at": arrived, "origin": origin}
         if api is None:
             self._refuse(method, raw, body, refusal)
             return
         seq = self.server.begin(self._record(api.NAME, body))
         self._head_sent = False
+        self._from_harness = origin == HARNESS
         secrets = [v for _, v in self.headers.items() if len(v) >= SHORTEST_SECRET]
         secrets += [self.server.api_key] if self.server.api_key else []
         upstream = self.server.connection()
@@ -259,7 +267,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
     def _record(self, api_name: str | None, body) -> dict:
         headers = sorted({name.lower() for name in self.headers})
         path = loggable_path(self.path)
-        return {"api": api_name, "path": path, "body": body, "headers": headers}
+        return {**self._arrival, "api": api_name, "path": path, "body": body, "headers": headers}
 
     def _refuse(self, method: str, raw: bytes, body, refusal: str) -> None:
         """A 403 to anything that is not a model request, and a line in the log that says so."""
@@ -295,11 +303,13 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self._send_head(reply, None)
             while chunk := reply.read1(65536):
                 summary.feed(chunk)
+                self._watch_calls(summary)
                 self._send_body(redactor.feed(chunk))
         else:
             held, whole = read_up_to_limit(reply, summary)
             if whole:  # read before it is passed on, and its length known
                 summary.read_whole()
+                self._watch_calls(summary)
                 held = redactor.feed(held) + redactor.flush()
                 self._send_head(reply, len(held))
                 self._send_body(held)
@@ -309,6 +319,12 @@ class ProxyHandler(BaseHTTPRequestHandler):
             while chunk := reply.read1(65536):
                 self._send_body(redactor.feed(chunk))
         self._send_body(redactor.flush())
+
+    def _watch_calls(self, summary: ReplySummary) -> None:
+        """The tool calls a reply to the harness asks for run from now on: known before the
+        harness gets the bytes that ask for them."""
+        if self._from_harness:
+            self.server.tool_calls.asked(summary.calls)
 
     def _send_head(self, reply: http.client.HTTPResponse, length: int | None) -> None:
         key = [self.server.api_key] if self.server.api_key else []

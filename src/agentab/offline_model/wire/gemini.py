@@ -24,6 +24,7 @@ import json
 import re
 
 from agentab.offline_model.policy import Conversation, Reply
+from agentab.offline_model.wire._common import ids, objects
 
 NAME = "gemini"
 # The header the API takes its key in: the recording proxy puts a real key there, nowhere else
@@ -186,3 +187,23 @@ def usage_in(payload: dict) -> dict | None:
         "cache_read": usage.get("cachedContentTokenCount"),
     }
     return {key: value for key, value in found.items() if isinstance(value, int)} or None
+
+
+def calls_in(payload: dict) -> set[str]:
+    """The tool calls a response, or one of its streamed chunks, asks for: each by its `id`,
+    or by its name where the API gives it none (a call's id is optional in Gemini's API)."""
+    contents = [c.get("content") for c in objects(payload.get("candidates"))]
+    parts = [p for c in objects(contents) for p in objects(c.get("parts"))]
+    return ids(call_identity(p.get("functionCall")) for p in parts)
+
+
+def answered_calls(body: dict) -> set[str]:
+    """The tool calls whose responses a request carries, named as `calls_in` names them."""
+    parts = [p for c in objects(body.get("contents")) for p in objects(c.get("parts"))]
+    return ids(call_identity(p.get("functionResponse")) for p in parts)
+
+
+def call_identity(part) -> str | None:
+    if not isinstance(part, dict):
+        return None
+    return part.get("id") or part.get("name")
