@@ -130,7 +130,7 @@ def model_request(method: str, path: str, body) -> tuple[object | None, str]:
             f"{method} {loggable_path(path)} is not a model request of an API it knows ({names})",
         )
     if not isinstance(body, dict):
-        return None, "the body of a model request is a JSON object"
+        return None, "its body is not a JSON object, as a model request's is"
     return api, ""
 
 
