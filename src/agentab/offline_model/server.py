@@ -99,17 +99,20 @@ class RequestHandler(BaseHTTPRequestHandler):
             self._send_json(status, api.error(message, status))
             return
         reply = policy.reply(conversation, self.server.seed)
-        if origin == HARNESS and not conversation.forced_tool:  # a judge's verdict runs nothing
-            self.server.tool_calls.asked(call.id for call in reply.tool_calls)
         usage = estimate_usage(raw, reply)
         self.server.log(
             {**record, "reply": {"status": 200, **reply_as_dict(reply), "usage": usage}}
         )
         model = body.get("model", "") or policy.name
+        message = api.message(reply, model, usage)
+        if origin == HARNESS and not conversation.forced_tool:  # a judge's verdict runs nothing
+            # The calls as the harness will name them in its results: each API names them its
+            # own way (Gemini by the function's name).
+            self.server.tool_calls.asked(api.calls_in(message))
         if api.streaming(body, self.path):
             self._send_events(api.events(reply, model, usage))
         else:
-            self._send_json(200, api.message(reply, model, usage))
+            self._send_json(200, message)
 
     def _send_json(self, status: int, payload: dict) -> None:
         data = json.dumps(payload).encode()

@@ -190,20 +190,19 @@ def usage_in(payload: dict) -> dict | None:
 
 
 def calls_in(payload: dict) -> set[str]:
-    """The tool calls a response, or one of its streamed chunks, asks for: each by its `id`,
-    or by its name where the API gives it none (a call's id is optional in Gemini's API)."""
+    """The tool calls a response, or one of its streamed chunks, asks for, each by its
+    function's name: the API's call `id` is optional and a real Gemini leaves it out, and then
+    Gemini CLI makes up an id of its own for the function's response."""
     contents = [c.get("content") for c in objects(payload.get("candidates"))]
     parts = [p for c in objects(contents) for p in objects(c.get("parts"))]
-    return ids(call_identity(p.get("functionCall")) for p in parts)
+    return ids(function_name(p.get("functionCall")) for p in parts)
 
 
 def answered_calls(body: dict) -> set[str]:
-    """The tool calls whose responses a request carries, named as `calls_in` names them."""
+    """The tool calls whose responses a request carries, by their function's name."""
     parts = [p for c in objects(body.get("contents")) for p in objects(c.get("parts"))]
-    return ids(call_identity(p.get("functionResponse")) for p in parts)
+    return ids(function_name(p.get("functionResponse")) for p in parts)
 
 
-def call_identity(part) -> str | None:
-    if not isinstance(part, dict):
-        return None
-    return part.get("id") or part.get("name")
+def function_name(part) -> str | None:
+    return part.get("name") if isinstance(part, dict) else None
