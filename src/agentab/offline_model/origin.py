@@ -18,6 +18,8 @@ compares the log with the stream.
 
 What this cannot tell: a process a tool left running in the background that sends a request
 while no tool call runs (the harness is then waiting on its model) is taken for the harness's.
+And Gemini's API gives a call no id (Gemini CLI makes one up for its response), so there a call
+is known by its function's name, which a tool can write in a response of its own.
 """
 
 from __future__ import annotations
