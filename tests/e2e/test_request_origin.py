@@ -140,3 +140,34 @@ def test_a_request_the_agent_sends_from_bash_is_recorded_as_the_tools_and_not_co
     answered = next(r for r in results if r.get("type") == "tool_result")
     assert "curl-model" in answered["output"]  # the model answered the curl
     assert CANARY not in answered["output"] and CANARY not in transcript
+
+
+OTHER_HARNESSES = [
+    ("gemini", "gemini_installation"),
+    ("codex", "codex_installation"),
+    ("claude-code", "claude_installation"),
+]
+
+
+@pytest.mark.parametrize(
+    ("harness", "installed"), OTHER_HARNESSES, ids=[h for h, _ in OTHER_HARNESSES]
+)
+def test_on_every_other_harness_a_curl_from_its_shell_is_the_tools_and_its_own_requests_not(
+    tmp_path, request, harness, installed
+):
+    """Each harness names its tool calls its own way (Gemini by the function's name): the
+    harness's own requests must all stay the harness's."""
+    installation = request.getfixturevalue(installed)
+    world = new_world(tmp_path)
+    root = world["root"]
+    make_etalon(root / "etalon", lambda folder: None)
+    (root / "curl.toml").write_text(curl_policy("openai-chat"))
+    scenario = Scenario("origin", "Is a tool's request told apart?", harness, installation.version)
+    done, out = run_step(world, scenario.write_in(root, "curl.toml", "off", "3m"), "baseline")
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [json.loads(line) for line in (out / "model-requests.jsonl").read_text().splitlines()]
+    assert [line["origin"] for line in lines] == ["harness", "tool", "harness", "harness"]
+    assert lines[1]["body"]["model"] == "curl-model"
+    receipt = json.loads((out / "receipt.json").read_text())
+    assert receipt["requests"] == 3 and len(receipt["tool_requests"]) == 1
+    assert receipt["delivered"] is True, receipt["problems"]
