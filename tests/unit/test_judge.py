@@ -347,7 +347,7 @@ def test_every_files_header_reaches_the_judge_and_the_cut_is_said(tmp_path, scen
     for header in ("a/aaa_huge.txt", "a/calc.py", '"a/test_\\303\\251.py"', "a/zeta.md"):
         assert f"diff --git {header}" in parts["diff"]
     assert all(part in parts["diff"] for part in small)  # the small files whole
-    assert len(parts["diff"]) <= MAX_DIFF_CHARS + 200
+    assert len(parts["diff"]) <= MAX_DIFF_CHARS
     assert f"<<<{boundary} CUT:" in parts["diff"]
     note = sent.body["messages"][0]["content"].split(f"<<<{boundary} BEGIN diff>>>")[0]
     assert "4 files" in note and "the content of 1 file is cut" in note and "largest first" in note

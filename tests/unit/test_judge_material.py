@@ -122,7 +122,7 @@ def test_one_huge_file_cannot_keep_the_others_from_the_judge():
     quoted = quoted.replace("b/test_é.py", '"b/test_\\303\\251.py"')
     patch = file("a_huge.txt", 20_000) + file("calc.py", 5) + quoted + file("z.md", 40)
     shown = shown_diff(patch, "agentab-b0undary", budget=50_000)
-    assert len(shown.text) <= 50_000 + 200
+    assert len(shown.text) <= 50_000
     assert shown.cut == 1 and shown.files == 4
     for name in ("a/a_huge.txt", "a/calc.py", '"a/test_\\303\\251.py"', "a/z.md"):
         assert f"diff --git {name}" in shown.text
@@ -131,6 +131,18 @@ def test_one_huge_file_cannot_keep_the_others_from_the_judge():
     assert "<<<agentab-b0undary CUT:" in shown.text
     marker = shown.text.index("<<<agentab-b0undary CUT:")
     assert marker < shown.text.index("diff --git a/calc.py")  # said where it happened
+
+
+def test_the_budget_holds_with_every_files_cut_said_and_counted():
+    files = [file(f"big{n}.txt", 400) for n in range(30)]
+    shown = shown_diff("".join(files), "agentab-b", budget=20_000)
+    assert len(shown.text) <= 20_000 and shown.cut == 30
+    for whole in files:
+        header, body = whole.split("@@ -0,0", 1)
+        start = shown.text.index(header) + len(header)
+        kept, said = shown.text[start:].split("<<<agentab-b CUT: ", 1)
+        omitted = int(said.split(" ", 1)[0])
+        assert len(kept) + omitted == len(body) + len("@@ -0,0")  # what was cut, exactly
 
 
 def test_headers_alone_over_the_budget_are_each_shown_by_their_first_line():

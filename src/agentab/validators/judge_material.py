@@ -162,27 +162,41 @@ def shown_diff(text: str, boundary: str, budget: int = MAX_DIFF_CHARS) -> ShownD
     headers = [f.header for f in files]
     if sum(map(len, headers)) > budget:  # headers alone overflow: each its first line
         headers = [header.split("\n", 1)[0] + "\n" if header else "" for header in headers]
-    allowed = shares([len(f.body) for f in files], budget - sum(map(len, headers)))
-    shown = []
-    for file, header, allowance in zip(files, headers, allowed, strict=True):
-        shown.append(header + cut_to(file.body, allowance, boundary))
-    cut = sum(
-        1 for file, allowance in zip(files, allowed, strict=True) if allowance < len(file.body)
-    )
+    sizes = [len(f.body) for f in files]
+    left = budget - sum(map(len, headers))
+    allowed = shares(sizes, left)
+    # Each cut costs its marker line: the budget is shared again without them until it holds.
+    for _ in range(len(files)):
+        cut = sum(1 for size, allowance in zip(sizes, allowed, strict=True) if allowance < size)
+        again = shares(sizes, left - cut * marker_size(boundary))
+        if again == allowed:
+            break
+        allowed = again
+    shown = [
+        header + cut_to(file.body, allowance, boundary)
+        for file, header, allowance in zip(files, headers, allowed, strict=True)
+    ]
+    cut = sum(1 for size, allowance in zip(sizes, allowed, strict=True) if allowance < size)
     return ShownDiff("".join(shown), len(files), len(text), cut)
 
 
-def cut_to(text: str, allowance: int, boundary: str) -> str:
-    """`text` whole, or its first lines within `allowance` and a line that says what was cut."""
+def marker(boundary: str, omitted: int, what: str = "this file") -> str:
+    return f"<<<{boundary} CUT: {omitted} more characters of {what} are not shown>>>\n"
+
+
+def marker_size(boundary: str) -> int:
+    return len(marker(boundary, 10**12)) + 1  # the widest count, and a newline of the kept text
+
+
+def cut_to(text: str, allowance: int, boundary: str, what: str = "this file") -> str:
+    """`text` whole, or its whole lines within `allowance` and a line that says what was cut."""
     if len(text) <= allowance:
         return text
-    kept = text[:allowance]
-    if "\n" in kept:
-        kept = kept[: kept.rindex("\n") + 1]
-    elif kept:
-        kept += "\n"
-    omitted = len(text) - len(kept.rstrip("\n"))
-    return f"{kept}<<<{boundary} CUT: {omitted} more characters of this file are not shown>>>\n"
+    newline = text.rfind("\n", 0, allowance)
+    end = newline + 1 if newline >= 0 else allowance  # a line longer than the share is cut too
+    kept = text[:end] if end else ""
+    ending = "" if not kept or kept.endswith("\n") else "\n"
+    return f"{kept}{ending}{marker(boundary, len(text) - end, what)}"
 
 
 # --- the user message -------------------------------------------------------------------------
@@ -216,7 +230,7 @@ def judge_material(context: dict) -> tuple[str, str]:
     final = str(final) if final else "(the agent ended without a final message)"
     boundary = new_boundary([task, patch, final])
     diff = shown_diff(patch, boundary) if patch.strip() else None
-    final_shown = cut_to(final, MAX_FINAL_MESSAGE_CHARS, boundary)
+    final_shown = cut_to(final, MAX_FINAL_MESSAGE_CHARS, boundary, "the final message")
     return (
         "The run's material follows in three parts: the task the agent was given, its changes "
         "(a diff against the starting state of the repository) and its final message.\n\n"
