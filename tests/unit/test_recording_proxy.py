@@ -166,6 +166,10 @@ def test_a_request_unanswered_when_the_run_ends_is_kept_with_no_reply(tmp_path):
     assert line["api"] == "openai-chat" and line["reply"] is None
     with pytest.raises(HarnessFault, match="no reply from http://x: 1 request sent, none"):
         refuse_a_run_never_answered(log, "http://x")
+    refused = {"seq": 2, "forwarded": False, "reply": {"status": 403, "error": "not a model"}}
+    log.write_text(log.read_text() + json.dumps(refused) + "\n")  # the proxy's own answer
+    with pytest.raises(HarnessFault, match="1 request sent, none"):
+        refuse_a_run_never_answered(log, "http://x")
 
 
 def test_a_run_with_one_reply_or_no_request_is_not_a_provider_fault(tmp_path):

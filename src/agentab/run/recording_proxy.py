@@ -401,7 +401,9 @@ def refuse_a_run_never_answered(log_path: Path, endpoint: str) -> None:
     replies = []
     try:
         with Path(log_path).open(encoding="utf-8") as log:
-            replies = [json.loads(line).get("reply") for line in log if line.strip()]
+            lines = [json.loads(line) for line in log if line.strip()]
+        # What the proxy refused itself never reached the provider: it proves nothing of it.
+        replies = [line.get("reply") for line in lines if line.get("forwarded", True)]
     except (OSError, ValueError, AttributeError):
         return  # an unreadable log proves nothing either way
     if replies and all(reply is None for reply in replies):
