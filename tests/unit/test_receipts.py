@@ -10,7 +10,7 @@ import pytest
 
 from agentab.harnesses.base import StreamFacts
 from agentab.harnesses.pi import PiHarness
-from agentab.run.receipts import build_receipt, tools_entry
+from agentab.run.receipts import build_receipt, receipt_summary, tools_entry
 from agentab.synthesis.measures import build_measures
 
 RULE = "Always run the test suite before you finish."
@@ -140,3 +140,51 @@ def test_each_extension_is_proven_by_the_tools_it_declares(tmp_path):
     dropped = tools_entry(guard, offered, 1)
     assert dropped["delivered"] is False and "guard_tool" in dropped["evidence"]
     assert tools_entry(hooks, offered, 1)["delivered"] is None
+
+
+def with_a_tool_request(path: Path, seq: int, system: str, model: str = "curl-model") -> Path:
+    """The log with a request something the agent's tools sent inserted at `seq` (a `curl` to
+    the endpoint from bash), the harness's requests renumbered after it."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    body = {
+        "model": model,
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "bash"}}],
+    }
+    tool = {"api": "openai-chat", "path": "/v1/chat/completions", "body": body, "origin": "tool"}
+    tool["reply"] = {"status": 200}
+    lines.insert(seq - 1, tool)
+    for number, line in enumerate(lines, start=1):
+        line["seq"] = number
+        line.setdefault("origin", "harness")
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_a_request_the_agents_tools_sent_is_listed_apart_and_never_counted(tmp_path):
+    brick = context_brick(tmp_path)
+    requests = with_a_tool_request(log(tmp_path, f"You are pi.\n{RULE}", "high"), 2, "x")
+    receipt = build_receipt(
+        cell(tmp_path, "high", [brick]), "demo", PiHarness(), StreamFacts(thinking_applied="high"),
+        requests, None,
+    )  # fmt: skip
+    # Counted, its other model and missing reasoning setting would make the run invalid.
+    assert receipt["delivered"] is True, receipt["problems"]
+    assert receipt["requests"] == 2 and receipt["model"]["sent"] == ["demo"]
+    assert receipt["tool_requests"] == [
+        {"seq": 2, "api": "openai-chat", "path": "/v1/chat/completions", "model": "curl-model",
+         "status": 200}
+    ]  # fmt: skip
+    assert receipt_summary(receipt)["tool_requests"] == 1
+
+
+def test_a_request_the_agents_tools_sent_is_never_evidence_of_delivery(tmp_path):
+    brick = context_brick(tmp_path)
+    # The harness never sent the rule; a tool sent it first, as the cell was meant to.
+    requests = with_a_tool_request(log(tmp_path, "You are pi.", None), 1, f"You are pi.\n{RULE}")
+    receipt = build_receipt(
+        cell(tmp_path, "off", [brick]), "demo", PiHarness(), StreamFacts(), requests, None
+    )
+    assert receipt["bricks"][0]["delivered"] is False
+    assert "request 2" in receipt["bricks"][0]["evidence"]
+    assert receipt["delivered"] is False and receipt["requests"] == 2

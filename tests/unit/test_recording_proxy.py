@@ -21,6 +21,7 @@ from agentab.offline_model import serve
 from agentab.run.agent_run import fill_unreported_usage
 from agentab.run.receipts import stated_usage
 from agentab.run.recording_proxy import (
+    PLACEHOLDER_KEY,
     endpoint_for,
     loggable_path,
     recording,
@@ -90,7 +91,7 @@ def post(base_url: str, path: str, body: dict, headers: dict | None = None):
     parts = urlsplit(base_url)
     connection = http.client.HTTPConnection(parts.netloc, timeout=10)
     data = json.dumps(body).encode()
-    sent = {"Content-Type": "application/json", "x-api-key": KEY, **(headers or {})}
+    sent = {"Content-Type": "application/json", "x-api-key": PLACEHOLDER_KEY, **(headers or {})}
     connection.request("POST", path, body=data, headers=sent)
     reply = connection.getresponse()
     return reply, reply.read()
@@ -103,7 +104,7 @@ def log_lines(path: Path) -> list[dict]:
 def test_a_streamed_reply_comes_back_byte_for_byte_and_its_usage_is_logged(tmp_path, provider):
     log = tmp_path / "model-requests.jsonl"
     body = {"model": "claude-x", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-    with recording(provider, log, 10) as url:
+    with recording(provider, log, 10, KEY) as url:
         reply, data = post(url, "/v1/messages?beta=true", body)
     assert reply.status == 200 and reply.getheader("request-id") == "req_1"
     assert data == EVENTS
@@ -120,11 +121,11 @@ def test_a_streamed_reply_comes_back_byte_for_byte_and_its_usage_is_logged(tmp_p
     assert KEY not in log.read_text()
 
 
-def test_an_error_echoing_the_key_is_logged_without_it(tmp_path, provider):
+def test_an_error_echoing_the_key_is_passed_back_and_logged_without_it(tmp_path, provider):
     log = tmp_path / "model-requests.jsonl"
-    with recording(provider, log, 10) as url:
+    with recording(provider, log, 10, KEY) as url:
         reply, data = post(url, "/v1/messages", {"model": "claude-x", "fail": True})
-    assert reply.status == 401 and KEY.encode() in data  # the harness gets the reply unchanged
+    assert reply.status == 401 and b"invalid x-api-key <secret>" in data  # the key masked
     [line] = log_lines(log)
     assert line["reply"]["status"] == 401
     assert line["reply"]["error"] == "invalid x-api-key <secret>"
@@ -165,6 +166,10 @@ def test_a_request_unanswered_when_the_run_ends_is_kept_with_no_reply(tmp_path):
     assert line["api"] == "openai-chat" and line["reply"] is None
     with pytest.raises(HarnessFault, match="no reply from http://x: 1 request sent, none"):
         refuse_a_run_never_answered(log, "http://x")
+    refused = {"seq": 2, "forwarded": False, "reply": {"status": 403, "error": "not a model"}}
+    log.write_text(log.read_text() + json.dumps(refused) + "\n")  # the proxy's own answer
+    with pytest.raises(HarnessFault, match="1 request sent, none"):
+        refuse_a_run_never_answered(log, "http://x")
 
 
 def test_a_run_with_one_reply_or_no_request_is_not_a_provider_fault(tmp_path):
@@ -178,8 +183,8 @@ def test_a_run_with_one_reply_or_no_request_is_not_a_provider_fault(tmp_path):
 def test_the_anthropic_sdk_works_through_the_proxy_streaming_and_not(tmp_path):
     upstream_log = tmp_path / "offline.jsonl"
     log = tmp_path / "model-requests.jsonl"
-    with serve("echo", 1, upstream_log) as stand_in, recording(stand_in, log, 30) as url:
-        client = anthropic.Anthropic(api_key=KEY, base_url=url, max_retries=0)
+    with serve("echo", 1, upstream_log) as stand_in, recording(stand_in, log, 30, KEY) as url:
+        client = anthropic.Anthropic(api_key=PLACEHOLDER_KEY, base_url=url, max_retries=0)
         ask = {"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": "ping"}]}
         whole = client.messages.create(**ask)
         with client.messages.stream(**ask) as stream:

@@ -1,9 +1,10 @@
 """The HTTP side of the offline model: every wire API of `agentab.offline_model.wire`.
 
-Every model request is appended to the log as one JSON line (`{"seq", "api", "path", "body",
-"headers", "reply"}`, the recording proxy's format) before it is answered, so the log is the
-oracle of what reached the model even for a request that is never answered. Header values are
-never logged (one of them may carry a key): `headers` holds their names.
+Every model request is appended to the log as one JSON line (`{"seq", "at", "origin", "api",
+"path", "body", "headers", "reply"}`, the recording proxy's format) before it is answered, so the
+log is the oracle of what reached the model even for a request that is never answered. Header
+values are never logged (one of them may carry a key): `headers` holds their names. `origin`
+says whether the harness sent it or something its tools started (`agentab.offline_model.origin`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from agentab.offline_model import wire
 from agentab.offline_model.local_server import LocalServer
+from agentab.offline_model.origin import HARNESS, ToolCallWatch, arrival_time
 from agentab.offline_model.policy import Policy, Reply
 
 # A rough, deterministic token count: the stream must carry usage and cost, not exact figures.
@@ -31,6 +33,7 @@ class OfflineModelServer(LocalServer):
         self.log_path.touch()
         self._lock = threading.Lock()
         self._requests = 0
+        self.tool_calls = ToolCallWatch()
 
     def next_request_number(self) -> int:
         with self._lock:
@@ -57,6 +60,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         self._answer("POST", self.rfile.read(length))
 
     def _answer(self, method: str, raw: bytes) -> None:
+        arrived = arrival_time()
         try:
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
@@ -73,8 +77,11 @@ class RequestHandler(BaseHTTPRequestHandler):
         number = self.server.next_request_number()
         policy = self.server.policy
         headers = sorted({name.lower() for name in self.headers})
+        origin = self.server.tool_calls.origin(api, body)
         record = {
             "seq": number,
+            "at": arrived,
+            "origin": origin,
             "api": api.NAME,
             "path": self.path,
             "body": body,
@@ -97,10 +104,15 @@ class RequestHandler(BaseHTTPRequestHandler):
             {**record, "reply": {"status": 200, **reply_as_dict(reply), "usage": usage}}
         )
         model = body.get("model", "") or policy.name
+        message = api.message(reply, model, usage)
+        if origin == HARNESS and not conversation.forced_tool:  # a judge's verdict runs nothing
+            # The calls as the harness will name them in its results: each API names them its
+            # own way (Gemini by the function's name).
+            self.server.tool_calls.asked(api.calls_in(message))
         if api.streaming(body, self.path):
             self._send_events(api.events(reply, model, usage))
         else:
-            self._send_json(200, api.message(reply, model, usage))
+            self._send_json(200, message)
 
     def _send_json(self, status: int, payload: dict) -> None:
         data = json.dumps(payload).encode()

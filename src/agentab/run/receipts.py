@@ -6,6 +6,11 @@ recording proxy saw it) and the harness's own stream, `build_receipt` says for t
 thinking level and each brick what was declared, what was sent and whether it was delivered
 (DESIGN §8). A run whose treatment was not delivered is invalid: retrying would repeat a
 systematic drop, and scoring it would measure the baseline under the cell's name.
+
+Only the harness's own requests are read for that. A request that something the agent's tools
+started sent to the endpoint (a `curl` from bash: `"origin": "tool"` in the log,
+`agentab.offline_model.origin`) is listed apart, under `tool_requests`, and is never a turn nor
+evidence: an agent could otherwise send the model what its cell was meant to send.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 
 from agentab.harnesses.base import ANY_REASONING
 from agentab.offline_model import wire
+from agentab.offline_model.origin import HARNESS
 
 SCHEMA_VERSION = 1
 PROBLEM_PREFIX = "treatment-not-delivered"
@@ -37,6 +43,9 @@ class Request:
     tools: tuple[str, ...]
     thinking: str | None
     text: str  # the whole body, for evidence that may lie anywhere in it
+    origin: str = HARNESS  # or "tool": sent by something the agent's tools started
+    path: str = ""
+    status: int | None = None  # the reply's, when it has one
 
     @property
     def is_turn(self) -> bool:
@@ -52,10 +61,10 @@ def read_requests(log: Path) -> list[Request]:
         try:
             record = json.loads(line)
             api = wire.by_name(record["api"])
-        except (ValueError, KeyError, StopIteration):
-            continue
-        body, path = record.get("body") or {}, record.get("path", "")
-        conversation = api.conversation(body, path)
+            body, path = record.get("body") or {}, str(record.get("path", ""))
+            conversation = api.conversation(body, path)
+        except (ValueError, KeyError, StopIteration, AttributeError, TypeError):
+            continue  # not a model request (a refused one), or not a line agentab wrote
         model_of = getattr(api, "model_of", None)
         requests.append(
             Request(
@@ -67,9 +76,28 @@ def read_requests(log: Path) -> list[Request]:
                 tools=tuple(sorted(conversation.tools)),
                 thinking=conversation.thinking,
                 text=json.dumps(body, ensure_ascii=False),
+                origin=str(record.get("origin") or HARNESS),
+                path=path,
+                status=reply_status(record.get("reply")),
             )
         )
     return requests
+
+
+def reply_status(reply) -> int | None:
+    status = reply.get("status") if isinstance(reply, dict) else None
+    return status if isinstance(status, int) else None
+
+
+def tool_request_entry(request: Request) -> dict:
+    """A request a tool sent, as the receipt lists it: seen, never counted."""
+    return {
+        "seq": request.seq,
+        "api": request.api,
+        "path": request.path,
+        "model": request.model,
+        "status": request.status,
+    }
 
 
 def squeeze(text: str) -> str:
@@ -282,7 +310,8 @@ def build_receipt(
 ) -> dict:
     """The receipt of one run (DESIGN §8). `bricks`: the copies the run was given (default the
     cell's own files), whose text is what must have reached the model."""
-    requests = read_requests(log)
+    logged = read_requests(log)
+    requests = [request for request in logged if request.origin == HARNESS]
     turns = [request for request in requests if request.is_turn] or requests
     model, problems = model_entry(cell.agent.model, told_model, turns)
     expected = harness.sent_thinking(cell.agent.thinking, told_model, cell.agent.provider)
@@ -298,6 +327,7 @@ def build_receipt(
     return {
         "schema": SCHEMA_VERSION,
         "requests": len(requests),
+        "tool_requests": [tool_request_entry(r) for r in logged if r.origin != HARNESS],
         "delivered": not problems,
         "model": model,
         "thinking": thinking,
@@ -314,6 +344,7 @@ def receipt_summary(receipt: dict | None) -> dict | None:
     return {
         "delivered": receipt["delivered"],
         "requests": receipt["requests"],
+        "tool_requests": len(receipt.get("tool_requests") or []),
         "thinking_sent": receipt["thinking"].get("sent"),
         "thinking_applied": receipt["thinking"].get("applied"),
         "unproven": [b["rel"] for b in receipt["bricks"] if b["delivered"] is None],

@@ -1,16 +1,29 @@
 """The recording proxy: what a run sent a real provider, recorded on its way there.
 
 For a run against a real provider the run step starts one proxy on 127.0.0.1 for the length of
-the run and points the harness at it (DESIGN §8). Each request goes on to the provider's
-endpoint as the harness sent it, with one change: `Accept-Encoding: identity`, so that the
-proxy can read the usage the provider states (on 127.0.0.1 compression buys nothing). The reply
-comes back byte for byte as it arrives, streamed events included.
+the run and points the harness at it (DESIGN §8). The harness holds a placeholder, never the
+key, and the proxy is the only way out of the agent's sandbox, so what it forwards is decided
+here, not by the agent:
 
-Each model request becomes one line of `model-requests.jsonl`, in the offline model's format:
-`seq`, `api`, `path`, `body`, the request's header *names*, and a reply summary (`status`,
-`usage`, an error message). Header values are never written: one of them carries the key. A key
-in the query string is blanked, and any request header value is blanked from an error message
-the provider echoes.
+- **Only model requests go on**: a POST of a JSON object to a plain path that a wire API of
+  `agentab.offline_model.wire` reads as a model turn. Anything else (another path, a model
+  listing, a body that is not JSON) gets a 403 and is logged as refused, so that nothing is
+  spent on the key without a trace.
+- **The key goes in one place**: the API's own key header (`KEY_HEADER` of its wire module:
+  `x-api-key`, `Authorization: Bearer`, `x-goog-api-key`). Every key header the agent sent is
+  dropped, and key parameters of the query string are not forwarded: a placeholder is never
+  replaced where it stands, so a provider that echoes a path or a header (OpenAI's "Invalid
+  URL" error does) echoes nothing secret.
+- **No reply carries the key back**: the reply's headers and bytes are masked where they hold
+  it (`KeyRedactor`), and a reply in an encoding the proxy cannot read for it is refused.
+
+Each request goes on otherwise as the harness sent it, with `Accept-Encoding: identity`, so that
+the proxy can read the usage the provider states. The reply comes back as it arrives, streamed
+events included. Each request becomes one line of `model-requests.jsonl`, in the offline model's
+format: `seq`, `at`, `origin`, `api`, `path`, `body`, the request's header *names*, and a reply
+summary (`status`, `usage`, an error message). Header values are never written. `origin` tells
+the harness's requests from those its tools sent (`agentab.offline_model.origin`): the proxy
+reads the tool calls of each reply to a harness's request before the harness can run them.
 """
 
 from __future__ import annotations
@@ -29,6 +42,8 @@ from agentab.errors import AgentabError, problem
 from agentab.harnesses.base import HarnessFault
 from agentab.offline_model import wire
 from agentab.offline_model.local_server import LocalServer, serving
+from agentab.offline_model.origin import HARNESS, ToolCallWatch, arrival_time
+from agentab.run.proxy_replies import WHOLE_REPLY_LIMIT, KeyRedactor, ReplySummary, masked
 
 # Each provider's own origin; the harness's path (`/v1/messages`, `/v1beta/models/…`) follows it.
 DEFAULT_ENDPOINTS = {
@@ -58,10 +73,16 @@ NOT_FORWARDED = frozenset(
         "accept-encoding",
     }
 )
-NOT_RETURNED = frozenset(NOT_FORWARDED - {"content-length"} | {"server", "date"})
+# The proxy frames the body it passes back itself (it may hold a whole reply to read it first).
+NOT_RETURNED = frozenset(NOT_FORWARDED | {"server", "date"})
+# Every header a provider reads a key from: whatever the agent put there is not forwarded.
+KEY_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key"})
+KEY_PARAMETERS = frozenset({"key", "api_key", "apikey", "access_token"})
 SECRET_QUERY = re.compile(r"((?:^|[?&])(?:key|api_key|apikey|access_token)=)[^&]*", re.I)
-ERROR_TEXT_LIMIT = 2000
-WHOLE_REPLY_LIMIT = 20 * 1024 * 1024  # a reply beyond this is passed on, its usage not read
+# A path segment as harnesses write them: no `.` or `..`, no empty segment, no %-escape that a
+# provider's router might read differently from this check.
+PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9_~:@!$'()*+,;=-][A-Za-z0-9._~:@!$'()*+,;=-]*")
+REFUSED_BODY_LIMIT = 64 * 1024  # a refused body is logged whole up to this, else by its size
 SHORTEST_SECRET = 8  # header values shorter than this (a version, a flag) are not keys
 
 
@@ -85,9 +106,36 @@ def loggable_path(path: str) -> str:
     return SECRET_QUERY.sub(r"\1<secret>", path)
 
 
-# What the harness holds instead of the provider's key: the proxy, outside the agent's sandbox,
-# puts the real key where this stands (a header or the query), so that `env`, /proc and every
-# file the agent can write show no key.
+def without_key_parameters(path: str) -> str:
+    """The path with every key parameter of its query left out: the key travels in its header."""
+    bare, mark, query = path.partition("?")
+    if not mark:
+        return path
+    kept = [p for p in query.split("&") if p.split("=", 1)[0].lower() not in KEY_PARAMETERS]
+    return f"{bare}?{'&'.join(kept)}" if kept else bare
+
+
+def is_plain_path(path: str) -> bool:
+    segments = path.split("?", 1)[0].split("/")
+    return segments[0] == "" and all(PLAIN_SEGMENT.fullmatch(s) for s in segments[1:])
+
+
+def model_request(method: str, path: str, body) -> tuple[object | None, str]:
+    """The wire API of a request the proxy forwards, or None and why it is refused."""
+    api = wire.wire_for(method, path)
+    if api is None or not is_plain_path(path):
+        names = ", ".join(m.NAME for m in wire.wire_modules())
+        return (
+            None,
+            f"{method} {loggable_path(path)} is not a model request of an API it knows ({names})",
+        )
+    if not isinstance(body, dict):
+        return None, "its body is not a JSON object, as a model request's is"
+    return api, ""
+
+
+# What the harness holds instead of the provider's key. The proxy never replaces it where it
+# stands: it drops it with every key header and puts the real key in the API's own.
 PLACEHOLDER_KEY = "agentab-placeholder-key"
 
 
@@ -104,6 +152,7 @@ class RecordingProxy(LocalServer):
         self._requests = 0
         self._in_flight: dict[int, dict] = {}
         self._closed = False
+        self.tool_calls = ToolCallWatch()
 
     def connection(self) -> http.client.HTTPConnection:
         kind = (
@@ -125,6 +174,11 @@ class RecordingProxy(LocalServer):
             if record is not None and not self._closed:
                 self._write({**record, "reply": reply})
 
+    def refused(self, record: dict, reply: dict) -> None:
+        """A request that was not forwarded: logged at once, with the refusal as its reply."""
+        seq = self.begin(record)
+        self.finish(seq, reply)
+
     def close_log(self) -> None:
         """Requests still unanswered when the run ends are kept, with no reply, in order."""
         with self._lock:
@@ -137,62 +191,6 @@ class RecordingProxy(LocalServer):
         line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
         with self.log_path.open("a", encoding="utf-8") as log:
             log.write(line)
-
-
-class ReplySummary:
-    """What the log keeps of a reply: its status, the usage the provider stated, its error."""
-
-    def __init__(self, api, status: int, content_type: str, secrets: list[str]):
-        self.api = api
-        self.status = status
-        self.streamed = content_type.startswith("text/event-stream")
-        self.secrets = secrets
-        self.usage: dict = {}
-        self._pending = b""
-        self._whole = bytearray()
-
-    def feed(self, chunk: bytes) -> None:
-        if not self.streamed:
-            if len(self._whole) < WHOLE_REPLY_LIMIT:
-                self._whole += chunk
-            return
-        lines = (self._pending + chunk).split(b"\n")
-        self._pending = lines.pop()
-        for line in lines:
-            self._read_event_line(line)
-
-    def _read_event_line(self, line: bytes) -> None:
-        if line.startswith(b"data:"):
-            self._count(line[5:].strip())
-
-    def _count(self, data: bytes) -> dict | None:
-        try:
-            payload = json.loads(data)
-        except ValueError:
-            return None
-        for item in payload if isinstance(payload, list) else [payload]:
-            known = self.api is not None and isinstance(item, dict)
-            stated = self.api.usage_in(item) if known else None
-            self.usage.update(stated or {})  # each API's counts are running totals
-        return payload
-
-    def result(self) -> dict:
-        self._read_event_line(self._pending)
-        payload = None if self.streamed else self._count(bytes(self._whole))
-        summary: dict = {"status": self.status}
-        if self.usage:
-            summary["usage"] = dict(self.usage)
-        if self.status >= 400:
-            summary["error"] = self._error_text(payload)
-        return summary
-
-    def _error_text(self, payload) -> str:
-        found = payload.get("error") if isinstance(payload, dict) else None
-        message = found.get("message") if isinstance(found, dict) else found
-        text = str(message or bytes(self._whole[:ERROR_TEXT_LIMIT]).decode("utf-8", "replace"))
-        for secret in self.secrets:
-            text = text.replace(secret, "<secret>")
-        return text[:ERROR_TEXT_LIMIT]
 
 
 class ProxyHandler(BaseHTTPRequestHandler):
@@ -217,26 +215,40 @@ class ProxyHandler(BaseHTTPRequestHandler):
         self._forward("PATCH")
 
     def _forward(self, method: str) -> None:
+        arrived = arrival_time()
         raw = self._request_body()
-        api = wire.wire_for(method, self.path)
-        seq = self._begin_record(api, raw) if api is not None else None
+        body = parsed_json(raw)
+        api, refusal = model_request(method, self.path, body)
+        origin = self.server.tool_calls.origin(api, body)
+        self._arrival = {"at": arrived, "origin": origin}
+        if api is None:
+            self._refuse(method, raw, body, refusal)
+            return
+        seq = self.server.begin(self._record(api.NAME, body))
+        self._head_sent = False
+        self._from_harness = origin == HARNESS
         secrets = [v for _, v in self.headers.items() if len(v) >= SHORTEST_SECRET]
         secrets += [self.server.api_key] if self.server.api_key else []
         upstream = self.server.connection()
         summary = None
         try:
-            upstream.request(method, self._upstream_path(), body=raw, headers=self._forwarded())
+            upstream.request(method, self._upstream_path(), body=raw, headers=self._forwarded(api))
             reply = upstream.getresponse()
             summary = ReplySummary(api, reply.status, reply.getheader("Content-Type", ""), secrets)
+            encoding = (reply.getheader("Content-Encoding") or "identity").strip().lower()
+            if encoding != "identity":
+                raise http.client.HTTPException(
+                    f"the reply is encoded as {encoding!r} (asked for identity), which the proxy "
+                    "cannot read for the key, so it is not passed on"
+                )
             self._pass_back(reply, summary)
         except (OSError, http.client.HTTPException) as error:
-            if summary is None:  # nothing went back yet: the harness sees a gateway error
+            if not self._head_sent:  # nothing went back yet: the harness sees a gateway error
                 summary = ReplySummary(api, 502, "", secrets)
-                summary.feed(self._send_unreachable(error))
+                summary.feed(self._send_error(502, self._unreachable(error, secrets)))
         finally:
             upstream.close()
-            if seq is not None:
-                self.server.finish(seq, summary.result() if summary else None)
+            self.server.finish(seq, summary.result() if summary else None)
 
     def _request_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -252,48 +264,93 @@ class ProxyHandler(BaseHTTPRequestHandler):
             pass
         return bytes(body)
 
-    def _begin_record(self, api, raw: bytes) -> int:
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {"unreadable": f"{len(raw)} bytes that are not JSON"}
+    def _record(self, api_name: str | None, body) -> dict:
         headers = sorted({name.lower() for name in self.headers})
         path = loggable_path(self.path)
-        return self.server.begin({"api": api.NAME, "path": path, "body": body, "headers": headers})
+        return {**self._arrival, "api": api_name, "path": path, "body": body, "headers": headers}
+
+    def _refuse(self, method: str, raw: bytes, body, refusal: str) -> None:
+        """A 403 to anything that is not a model request, and a line in the log that says so."""
+        message = f"agentab's recording proxy forwards only model requests: {refusal}"
+        if body is None or len(raw) > REFUSED_BODY_LIMIT:
+            body = {
+                "unreadable": f"{len(raw)} bytes" + (" that are not JSON" if body is None else "")
+            }
+        record = {**self._record(None, body), "method": method, "forwarded": False}
+        self.server.refused(record, {"status": 403, "error": message})
+        self._send_error(403, message)
 
     def _upstream_path(self) -> str:
-        return self._with_key(self.server.endpoint.path.rstrip("/") + self.path)
+        return self.server.endpoint.path.rstrip("/") + without_key_parameters(self.path)
 
-    def _forwarded(self) -> dict[str, str]:
+    def _forwarded(self, api) -> dict[str, str]:
+        """The harness's headers, less the connection's, less every key header; and the key in
+        the one header its API reads it from."""
         headers = {
-            k: self._with_key(v) for k, v in self.headers.items() if k.lower() not in NOT_FORWARDED
+            name: value
+            for name, value in self.headers.items()
+            if name.lower() not in NOT_FORWARDED | KEY_HEADERS
         }
         headers["Accept-Encoding"] = "identity"
+        if self.server.api_key:
+            name, value = api.KEY_HEADER
+            headers[name] = value.format(key=self.server.api_key)
         return headers
 
-    def _with_key(self, text: str) -> str:
-        key = self.server.api_key
-        return text.replace(PLACEHOLDER_KEY, key) if key else text
-
     def _pass_back(self, reply: http.client.HTTPResponse, summary: ReplySummary) -> None:
+        redactor = KeyRedactor(self.server.api_key)
+        if summary.streamed:
+            self._send_head(reply, None)
+            while chunk := reply.read1(65536):
+                summary.feed(chunk)
+                self._watch_calls(summary)
+                self._send_body(redactor.feed(chunk))
+        else:
+            held, whole = read_up_to_limit(reply, summary)
+            if whole:  # read before it is passed on, and its length known
+                summary.read_whole()
+                self._watch_calls(summary)
+                held = redactor.feed(held) + redactor.flush()
+                self._send_head(reply, len(held))
+                self._send_body(held)
+                return
+            self._send_head(reply, None)  # too long to hold: passed on as it comes, unread
+            self._send_body(redactor.feed(held))
+            while chunk := reply.read1(65536):
+                self._send_body(redactor.feed(chunk))
+        self._send_body(redactor.flush())
+
+    def _watch_calls(self, summary: ReplySummary) -> None:
+        """The tool calls a reply to the harness asks for run from now on: known before the
+        harness gets the bytes that ask for them."""
+        if self._from_harness:
+            self.server.tool_calls.asked(summary.calls)
+
+    def _send_head(self, reply: http.client.HTTPResponse, length: int | None) -> None:
+        key = [self.server.api_key] if self.server.api_key else []
         self.send_response_only(reply.status, reply.reason)
         for name, value in reply.getheaders():
             if name.lower() not in NOT_RETURNED:
-                self.send_header(name, value)
+                self.send_header(name, masked(value, key))
+        if length is not None:
+            self.send_header("Content-Length", str(length))
         self.end_headers()
-        while chunk := reply.read1(65536):
-            self.wfile.write(chunk)
-            self.wfile.flush()
-            summary.feed(chunk)
+        self._head_sent = True
 
-    def _send_unreachable(self, error: Exception) -> bytes:
-        """A gateway error to the harness; returns the body, which the log keeps too."""
-        message = (
-            f"agentab's recording proxy could not reach {self.server.endpoint.geturl()}: {error}"
-        )
+    def _send_body(self, data: bytes) -> None:
+        if data:
+            self.wfile.write(data)
+            self.wfile.flush()
+
+    def _unreachable(self, error: Exception, secrets: list[str]) -> str:
+        reached = self.server.endpoint.geturl()
+        return masked(f"agentab's recording proxy could not reach {reached}: {error}", secrets)
+
+    def _send_error(self, status: int, message: str) -> bytes:
+        """An error of the proxy's own to the harness; returns the body, which the log keeps."""
         data = json.dumps({"error": {"message": message}}).encode()
         try:
-            self.send_response(502)
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -301,6 +358,26 @@ class ProxyHandler(BaseHTTPRequestHandler):
         except OSError:
             pass  # the harness has gone too
         return data
+
+
+def read_up_to_limit(reply: http.client.HTTPResponse, summary: ReplySummary) -> tuple[bytes, bool]:
+    """A reply's bytes up to WHOLE_REPLY_LIMIT, and whether that is the whole reply."""
+    held = bytearray()
+    while len(held) <= WHOLE_REPLY_LIMIT:
+        chunk = reply.read1(65536)
+        if not chunk:
+            return bytes(held), True
+        held += chunk
+        summary.feed(chunk)
+    return bytes(held), False
+
+
+def parsed_json(raw: bytes):
+    """The body as JSON, or None when it is not JSON (an empty body is an empty object)."""
+    try:
+        return json.loads(raw or b"{}")
+    except ValueError:
+        return None
 
 
 @contextmanager
@@ -324,7 +401,9 @@ def refuse_a_run_never_answered(log_path: Path, endpoint: str) -> None:
     replies = []
     try:
         with Path(log_path).open(encoding="utf-8") as log:
-            replies = [json.loads(line).get("reply") for line in log if line.strip()]
+            lines = [json.loads(line) for line in log if line.strip()]
+        # What the proxy refused itself never reached the provider: it proves nothing of it.
+        replies = [line.get("reply") for line in lines if line.get("forwarded", True)]
     except (OSError, ValueError, AttributeError):
         return  # an unreadable log proves nothing either way
     if replies and all(reply is None for reply in replies):

@@ -11,6 +11,11 @@ A wire module declares:
 - `error(message, status) -> dict`: an error body as the provider would send it;
 - `usage_in(payload) -> dict | None`: the token counts (`input`, `output`, `cache_read`, …) a
   provider's reply or one of its streamed events states, for the recording proxy;
+- `KEY_HEADER`: `(name, value)` of the header the provider's API takes its key in, the value
+  with `{key}` where the key goes: the recording proxy puts a real key there and nowhere else;
+- `calls_in(payload) -> set[str]`: the ids of the tool calls a reply or one of its streamed
+  events asks for, and `answered_calls(body) -> set[str]`: those whose results a request
+  carries; from them a server tells the harness's requests from its tools' (`..origin`);
 - optionally `side_reply(method, path, body, policy) -> (status, dict) | None`: an answer to a
   request that is not a model turn (a model listing, a token count), which consumes no step.
 

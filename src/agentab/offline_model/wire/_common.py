@@ -17,3 +17,12 @@ def text_of(content) -> str:
 
 def finish_reason(reply: Reply) -> str:
     return "tool_calls" if reply.tool_calls else "stop"
+
+
+def objects(value) -> list[dict]:
+    """The objects of a JSON list; anything else (a body is data of any shape) gives none."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def ids(values) -> set[str]:
+    return {value for value in values if isinstance(value, str) and value}

@@ -7,9 +7,11 @@ import json
 import uuid
 
 from agentab.offline_model.policy import Conversation, Reply
-from agentab.offline_model.wire._common import text_of
+from agentab.offline_model.wire._common import ids, objects, text_of
 
 NAME = "anthropic-messages"
+# The header the API takes its key in: the recording proxy puts a real key there, nowhere else.
+KEY_HEADER = ("x-api-key", "{key}")
 
 
 def matches(method: str, path: str) -> bool:
@@ -158,3 +160,15 @@ def usage_in(payload: dict) -> dict | None:
         "cache_write": usage.get("cache_creation_input_tokens"),
     }
     return {key: value for key, value in found.items() if isinstance(value, int)} or None
+
+
+def calls_in(payload: dict) -> set[str]:
+    """The ids of the tool calls a reply, or one of its streamed events, asks for."""
+    blocks = [payload.get("content_block"), *objects(payload.get("content"))]
+    return ids(b.get("id") for b in objects(blocks) if b.get("type") == "tool_use")
+
+
+def answered_calls(body: dict) -> set[str]:
+    """The ids of the tool calls whose results a request carries."""
+    blocks = [b for m in objects(body.get("messages")) for b in objects(m.get("content"))]
+    return ids(b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result")

@@ -24,8 +24,12 @@ import json
 import re
 
 from agentab.offline_model.policy import Conversation, Reply
+from agentab.offline_model.wire._common import ids, objects
 
 NAME = "gemini"
+# The header the API takes its key in: the recording proxy puts a real key there, nowhere else
+# (Gemini also reads `?key=`, which the proxy never fills).
+KEY_HEADER = ("x-goog-api-key", "{key}")
 
 METHOD_PATTERN = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
 MODEL_TURN_METHODS = ("generateContent", "streamGenerateContent")
@@ -183,3 +187,22 @@ def usage_in(payload: dict) -> dict | None:
         "cache_read": usage.get("cachedContentTokenCount"),
     }
     return {key: value for key, value in found.items() if isinstance(value, int)} or None
+
+
+def calls_in(payload: dict) -> set[str]:
+    """The tool calls a response, or one of its streamed chunks, asks for, each by its
+    function's name: the API's call `id` is optional and a real Gemini leaves it out, and then
+    Gemini CLI makes up an id of its own for the function's response."""
+    contents = [c.get("content") for c in objects(payload.get("candidates"))]
+    parts = [p for c in objects(contents) for p in objects(c.get("parts"))]
+    return ids(function_name(p.get("functionCall")) for p in parts)
+
+
+def answered_calls(body: dict) -> set[str]:
+    """The tool calls whose responses a request carries, by their function's name."""
+    parts = [p for c in objects(body.get("contents")) for p in objects(c.get("parts"))]
+    return ids(function_name(p.get("functionResponse")) for p in parts)
+
+
+def function_name(part) -> str | None:
+    return part.get("name") if isinstance(part, dict) else None

@@ -7,9 +7,11 @@ import json
 import time
 
 from agentab.offline_model.policy import Conversation, Reply
-from agentab.offline_model.wire._common import finish_reason, text_of
+from agentab.offline_model.wire._common import finish_reason, ids, objects, text_of
 
 NAME = "openai-chat"
+# The header the API takes its key in: the recording proxy puts a real key there, nowhere else.
+KEY_HEADER = ("Authorization", "Bearer {key}")
 
 
 def matches(method: str, path: str) -> bool:
@@ -128,3 +130,17 @@ def usage_in(payload: dict) -> dict | None:
         "cost_usd": usage.get("cost"),
     }
     return {k: v for k, v in found.items() if isinstance(v, int | float)} or None
+
+
+def calls_in(payload: dict) -> set[str]:
+    """The ids of the tool calls a reply, or one of its streamed chunks, asks for (a streamed
+    call names its id in its first chunk)."""
+    choices = objects(payload.get("choices"))
+    parts = [part for c in choices for part in objects([c.get("message"), c.get("delta")])]
+    return ids(call.get("id") for part in parts for call in objects(part.get("tool_calls")))
+
+
+def answered_calls(body: dict) -> set[str]:
+    """The ids of the tool calls whose results a request carries."""
+    messages = objects(body.get("messages"))
+    return ids(m.get("tool_call_id") for m in messages if m.get("role") == "tool")

@@ -18,9 +18,11 @@ import json
 import time
 
 from agentab.offline_model.policy import Conversation, Reply, ToolCall
-from agentab.offline_model.wire._common import text_of
+from agentab.offline_model.wire._common import ids, objects, text_of
 
 NAME = "openai-responses"
+# The header the API takes its key in: the recording proxy puts a real key there, nowhere else.
+KEY_HEADER = ("Authorization", "Bearer {key}")
 # The schema recorded in Conversation.tools for a tool that takes free text, not JSON.
 CUSTOM_TOOL = "x-custom-tool"
 # Input items the model itself produced: consecutive ones form one assistant turn.
@@ -245,3 +247,19 @@ def usage_in(payload: dict) -> dict | None:
         "cache_read": details.get("cached_tokens"),
     }
     return {key: value for key, value in found.items() if isinstance(value, int)} or None
+
+
+CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+
+
+def calls_in(payload: dict) -> set[str]:
+    """The ids of the tool calls a response, or one of its streamed events, asks for."""
+    response = payload.get("response") if isinstance(payload.get("response"), dict) else {}
+    items = [payload.get("item"), *objects(payload.get("output")), *objects(response.get("output"))]
+    return ids(i.get("call_id") for i in objects(items) if i.get("type") in CALL_ITEMS)
+
+
+def answered_calls(body: dict) -> set[str]:
+    """The ids of the tool calls whose outputs a request carries."""
+    outputs = OUTPUT_ITEMS | {"local_shell_call_output"}
+    return ids(i.get("call_id") for i in input_items(body) if i.get("type") in outputs)
