@@ -12,40 +12,19 @@ attack, runs through the real workflow.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.adversary import digest, run_step, run_workflow, scenario_with_cells
 from tests.e2e.workflow import REPO, SNAKEMAKE, make_project
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 LIMITS = 'limits = { memory = "700M", processes = 96, disk = "120M", patch = "1M" }'
 FIX = {"action": "edit", "path": "calc.py", "old": "len(values) - 1", "new": "len(values)"}
-
-
-def run_step(name: str, command: str) -> dict:
-    return {"id": name, "say": f"Trying {name}.", "action": "run", "command": command}
-
-
-def policy_text(steps: list[dict]) -> str:
-    """An offline policy, as TOML, from harness-neutral steps."""
-    lines = ['[policy]\ndescription = "An adversary of the host."\n']
-    for number, step in enumerate(steps):
-        lines.append("[[steps]]")
-        lines.append(f'id = "{step.get("id", f"step-{number}")}"')
-        lines.append(f"say = {json.dumps(step.get('say', 'Working.'))}")
-        lines += [
-            f"{key} = {json.dumps(value)}"
-            for key, value in step.items()
-            if key not in ("id", "say")
-        ]
-        lines.append("")
-    lines.append('[final]\ntext = "Done."\n\n[judge]\ndefault_chance = 0.5\n')
-    return "\n".join(lines)
 
 
 def git_attacks(marker: Path, host_folder: Path) -> list[dict]:
@@ -89,45 +68,6 @@ def limit_probes() -> dict[str, list[dict]]:
     }
 
 
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def scenario_with_cells(
-    project: Path, cells: dict[str, list[dict]], scenario: str = "demo", limits: str = LIMITS
-) -> None:
-    """The demo with one cell per entry, each driven by its own policy file; the scenario's
-    limits small enough for a probe to pass them quickly (or the demo's own: `limits=""`)."""
-    toml = project / scenario / "scenario.toml"
-    text = toml.read_text()
-    for name, steps in cells.items():
-        (project / scenario / f"{name}.toml").write_text(policy_text(steps))
-    first = next(iter(cells))
-    text = text.replace('model = "demo"', f'model = "{first}.toml"')
-    start, end = text.index("[axes]"), text.index("[validation]")
-    axes = "[axes]\nattack = [" + ", ".join(f'"{name}"' for name in cells) + "]\n\n"
-    deltas = "".join(
-        f'[deltas.attack.{name}]\nmodel = "{name}.toml"\n\n' for name in list(cells)[1:]
-    )
-    text = text[:start] + axes + deltas + text[end:]
-    lines = [
-        limits if limits and line.startswith("limits = ") else line for line in text.splitlines()
-    ]
-    toml.write_text("\n".join(lines) + "\n")
-
-
-def run_workflow(project: Path) -> subprocess.CompletedProcess:
-    """The real workflow, as a person runs it; every job must succeed."""
-    return subprocess.run(
-        [str(SNAKEMAKE), "--cores", "2", "--keep-going"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 @pytest.fixture(scope="module")
 def attacked(tmp_path_factory, pi_installation) -> dict:
     """One workflow: a cell whose agent poisons its clone's git, and one per limit probe."""
@@ -135,7 +75,7 @@ def attacked(tmp_path_factory, pi_installation) -> dict:
     project = make_project(root / "project", pi_installation.root.parents[1], repetitions=1)
     marker = root / "host-marker"
     cells = {"git": git_attacks(marker, project / "demo"), **limit_probes()}
-    scenario_with_cells(project, cells)
+    scenario_with_cells(project, cells, limits=LIMITS)
     validator = digest(project / "demo" / "validators" / "tests.py")
     result = run_workflow(project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -172,6 +172,8 @@ def render_matrix(scenario: Scenario, warnings: list[str]) -> str:
         f"thinking {agent.thinking} · timeout {agent.timeout_s:g}s",
         *limits_lines(scenario),
         f"metrics     {', '.join(scenario.metrics)}",
+        f"protect     {', '.join(scenario.protect) or 'nothing'} (given back as tagged to every "
+        "validator; docs/validators.md)",
         "validators  " + ", ".join(f"{s.name} ({s.mode})" for s in scenario.validators.values()),
         "",
         f"cells ({len(scenario.cells)}), reference: {scenario.reference}",

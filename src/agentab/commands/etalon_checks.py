@@ -26,7 +26,52 @@ def etalon_warnings(scenario, mirrors_dir: Path) -> list[str]:
     tree, _ = etalon.pristine_checkout(
         scenario.etalon.location, scenario.etalon.tag, mirrors_dir.absolute()
     )
-    return policy_warnings(scenario, tree) + environment_warnings(scenario, tree)
+    return (
+        policy_warnings(scenario, tree)
+        + environment_warnings(scenario, tree)
+        + protection_warnings(scenario, tree)
+    )
+
+
+# What tests look like across ecosystems: a folder of them, or a file named as one.
+TEST_FOLDERS = ("tests", "test", "__tests__", "spec", "testing")
+TEST_FILES = ("test_*.py", "*_test.py", "conftest.py", "*_test.go", "*.test.[jt]s", "*.spec.[jt]s",
+              "*.test.[jt]sx", "*_spec.rb", "*Test.java")  # fmt: skip
+SHOWN_PATHS = 3
+
+
+def test_paths(tree: Path) -> list[str]:
+    """The etalon's tests, as the repository lays them out (folders whole)."""
+    found = []
+    for path in sorted(tree.rglob("*")):
+        relative = path.relative_to(tree)
+        if relative.parts[0] == ".git" or any(p in found for p in map(str, relative.parents)):
+            continue
+        if (
+            path.is_dir()
+            and path.name in TEST_FOLDERS
+            or path.is_file()
+            and any(relative.match(pattern) for pattern in TEST_FILES)
+        ):
+            found.append(str(relative))
+    return found
+
+
+def protection_warnings(scenario, tree: Path) -> list[str]:
+    """Tests the agent could edit to pass: none protected, or some left out of `protect`."""
+    tests = test_paths(tree)
+    if not tests:
+        return []
+    loose = [path for path in tests if not etalon.is_protected(path, scenario.protect)]
+    if not loose:
+        return []
+    shown = ", ".join(loose[:SHOWN_PATHS]) + (" …" if len(loose) > SHOWN_PATHS else "")
+    what = "protects none of them" if not scenario.protect else f"does not protect {shown}"
+    return [
+        f"etalon tag {scenario.etalon.tag} has tests ({shown}) and [validation] protect "
+        f"{what}: an agent that edits or adds tests would pass them, and score as one that "
+        'fixed the code; add them to protect (docs/validators.md, "Reward hacking")'
+    ]
 
 
 def environment_warnings(scenario, tree: Path) -> list[str]:
