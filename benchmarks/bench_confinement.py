@@ -1,5 +1,6 @@
-"""What confinement costs a run: starting the sandbox, opening its model endpoint, and a request
-through that endpoint, against the same without a sandbox (docs/confinement.md).
+"""What confinement costs a run: starting the sandbox, opening its model endpoint, its limits
+(a cgroup made and removed, a capped tmpfs mounted and unmounted, where the host allows them),
+and a request through that endpoint, against the same without a sandbox (docs/confinement.md).
 
     python benchmarks/bench_confinement.py [--quick]
 
@@ -19,6 +20,13 @@ from pathlib import Path
 
 from agentab.confinement.bwrap import View
 from agentab.confinement.endpoint import ENDPOINT_URL, Sandbox
+from agentab.confinement.limits import (
+    DiskSpace,
+    Limits,
+    RunLimits,
+    cgroup_place,
+    enforcement_here,
+)
 from agentab.run.process import run_process
 
 TARGET_S = 0.1
@@ -42,7 +50,10 @@ class Empty(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def timed_run(folder: Path, argv: list[str], sandbox) -> tuple[float, str]:
+LIMITS = Limits(memory=2 << 30, processes=256, disk=1 << 30, patch=1 << 20)
+
+
+def timed_run(folder: Path, argv: list[str], sandbox, limits=None) -> tuple[float, str]:
     started = time.perf_counter()
     run_process(
         argv,
@@ -53,8 +64,22 @@ def timed_run(folder: Path, argv: list[str], sandbox) -> tuple[float, str]:
         timeout_s=60,
         lock_path=folder / "lock",
         sandbox=sandbox,
+        limits=limits,
     )
     return time.perf_counter() - started, (folder / "out").read_text().strip()
+
+
+def limited_run(folder: Path, view_of, host: str) -> float:
+    """A confined run as a run step makes one: its capped space, its cgroup, its sandbox."""
+    started = time.perf_counter()
+    with DiskSpace(folder / "space", LIMITS.disk) as space:
+        workspace = space.folder / "workspace"
+        workspace.mkdir()
+        with RunLimits(LIMITS, cgroup_place()) as limits:
+            timed_run(folder, ["/bin/true"], Sandbox(view_of(workspace), host), limits)
+            limits.reached()
+        space.full()
+    return time.perf_counter() - started
 
 
 def main() -> None:
@@ -69,13 +94,18 @@ def main() -> None:
         folder = Path(name)
         workspace = folder / "workspace"
         workspace.mkdir()
-        view = View(writable={workspace: "/workspace"}, cwd="/workspace")
+
+        def view_of(writable: Path) -> View:
+            return View(writable={writable: "/workspace"}, cwd="/workspace")
+
+        view = view_of(workspace)
         plain = [timed_run(folder, ["/bin/true"], None)[0] for _ in range(repetitions)]
         boxed = [timed_run(folder, ["/bin/true"], Sandbox(view))[0] for _ in range(repetitions)]
         served = [
             timed_run(folder, ["/bin/true"], Sandbox(view, endpoint=host))[0]
             for _ in range(repetitions)
         ]
+        limited = [limited_run(folder, view_of, host) for _ in range(repetitions)]
         python = ["/usr/bin/python3", "-c"]
         direct = float(timed_run(folder, [*python, FETCH.format(url=host)], None)[1])
         carried = float(
@@ -84,17 +114,20 @@ def main() -> None:
     server.shutdown()
     start = statistics.median(boxed) - statistics.median(plain)
     endpoint = statistics.median(served) - statistics.median(boxed)
-    per_run = statistics.median(served) - statistics.median(plain)
+    limits = statistics.median(limited) - statistics.median(served)
+    per_run = statistics.median(limited) - statistics.median(plain)
     print(
         f"process start, unconfined (median of {repetitions}): {statistics.median(plain) * 1e3:.1f} ms"
     )
     print(f"sandbox start: +{start * 1e3:.1f} ms; its model endpoint: +{endpoint * 1e3:.1f} ms")
+    print(f"its limits ({enforcement_here()}): +{limits * 1e3:.1f} ms")
     print(
         f"a request: {direct * 1e3:.2f} ms on loopback, {carried * 1e3:.2f} ms through the endpoint"
     )
     verdict = "met" if per_run <= TARGET_S else "NOT MET"
     print(
-        f"confinement per run: {per_run * 1e3:.1f} ms (target <= {TARGET_S * 1e3:.0f} ms: {verdict})"
+        f"confinement with limits per run: {per_run * 1e3:.1f} ms "
+        f"(target <= {TARGET_S * 1e3:.0f} ms: {verdict})"
     )
 
 

@@ -55,6 +55,12 @@ def git_attacks(marker: Path, host_folder: Path) -> list[dict]:
         # Live, in the agent's own sandbox: git runs the fsmonitor, filter and textconv here.
         run_step("own-git", "git status --short; git add -A; git diff --cached >/dev/null; true"),
         run_step("worktree", f"git config core.worktree {host_folder}"),
+        # Lines written into the harness's stream (its facts are read from it): refused.
+        run_step(
+            "stream",
+            'for p in /proc/[0-9]*; do echo \'{"type": "zqforged"}\' '
+            "> $p/fd/1 2>/dev/null; done; true",
+        ),
     ]
 
 
@@ -98,6 +104,8 @@ def test_git_settings_of_the_agent_run_in_its_sandbox_never_on_the_host(attacked
     # Nothing ran on the host: no marker, the validator and the demo's files as they were.
     assert sorted(p.name for p in attacked["marker"].parent.glob("host-marker*")) == []
     assert digest(attacked["project"] / "demo" / "validators" / "tests.py") == attacked["validator"]
+    stream = attacked["runs"] / "git" / "r01" / "stream.jsonl"
+    assert "Trying stream." in stream.read_text() and "zqforged" not in stream.read_text()
     # core.worktree pointed at a host folder: the patch carries none of its files.
     assert "scenario.toml" not in record["patch"]["files"]
     assert b"scenario.toml" not in patch

@@ -23,6 +23,7 @@ import time
 from urllib.parse import urlsplit
 
 from agentab.confinement.bwrap import View, bwrap_argv, hidden_options, info_child_pid
+from agentab.confinement.seccomp import program_fd
 
 # Where a confined agent reaches its model: the same address in every run and every cell.
 ENDPOINT_PORT = 8017
@@ -59,6 +60,11 @@ class Sandbox:
             info_write, block_read = self.pass_fds
             options = ["--info-fd", str(info_write), "--block-fd", str(block_read)]
             command = [command[0], *options, *command[1:]]
+        seccomp = program_fd()
+        if seccomp is not None:  # no process inside reaches into another (`seccomp.py`)
+            command = [command[0], "--seccomp", str(seccomp), *command[1:]]
+            self.pass_fds = (*self.pass_fds, seccomp)
+            self._fds.append(seccomp)
         command, options_fd = hidden_options(command)
         self.pass_fds = (*self.pass_fds, options_fd)
         self._fds.append(options_fd)

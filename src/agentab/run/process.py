@@ -16,6 +16,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -67,16 +68,19 @@ def run_process(
     if sandbox is not None:
         argv, env, cwd, pass_fds = sandbox.command(argv, env), {}, Path("/"), sandbox.pass_fds
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
+        # Not the files: a process's descriptors are readable links (/proc/self/fd/1), and the
+        # files' paths name the run's folder, hence its cell. Sockets, not pipes, for a sandbox:
+        # a pipe can be opened again through /proc/<pid>/fd/1 by any process of the same user
+        # (the agent's bash, writing into the harness's stream), a socket cannot.
+        ours, theirs = output_channels(sandboxed=sandbox is not None)
         try:
-            # Pipes, not the files: a process's descriptors are readable links
-            # (/proc/self/fd/1), and the files' paths name the run's folder, hence its cell.
             process = subprocess.Popen(
                 argv,
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stdout=theirs[0],
+                stderr=theirs[1],
                 start_new_session=True,
                 pass_fds=pass_fds,
                 preexec_fn=limits.enter if limits is not None else None,
@@ -84,8 +88,16 @@ def run_process(
         except OSError as error:
             if sandbox is not None:
                 sandbox.close()
+            for end in ours or ():
+                end.close()
             raise CannotStart(f"cannot start {argv[0]}: {error}") from None
-        pumps = [pump(process.stdout, stdout), pump(process.stderr, stderr)]
+        finally:
+            for end in theirs:
+                if end is not subprocess.PIPE:
+                    end.close()
+        if ours is None:
+            ours = (process.stdout, process.stderr)
+        pumps = [pump(ours[0], stdout), pump(ours[1], stderr)]
         pgid = process.pid  # a new session: the leader's pid is the group id
         write_lock(lock_path, pgid, folders)
         try:
@@ -108,6 +120,17 @@ def run_process(
             for thread in pumps:
                 thread.join(VANISH_WAIT_S)
     return ProcessResult(exit_code, timed_out, time.monotonic() - started)
+
+
+def output_channels(sandboxed: bool):
+    """(our ends, the process's ends) of its standard output and error: two socket pairs for a
+    sandboxed process, pipes (ours then come from Popen) for any other."""
+    if not sandboxed:
+        return None, (subprocess.PIPE, subprocess.PIPE)
+    pairs = [socket.socketpair(), socket.socketpair()]
+    for ours, _ in pairs:
+        ours.shutdown(socket.SHUT_WR)  # nothing is ever sent to the process this way
+    return tuple(ours for ours, _ in pairs), tuple(theirs for _, theirs in pairs)
 
 
 def pump(source, sink) -> threading.Thread:
