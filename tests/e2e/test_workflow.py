@@ -69,7 +69,9 @@ def test_demo_writes_every_measures_and_the_synthesis(finished: Path) -> None:
     ).read_bytes()
     assert (results / "forms" / "review.blank.toml").exists()
     # no tooling file reached the agent's patch
-    for patch in (results / "runs").glob("*/r*/result.patch"):
+    patches = sorted((results / "runs").glob("*/r*/result.patch"))
+    assert len(patches) == 8
+    for patch in patches:
         assert b".snakemake_timestamp" not in patch.read_bytes()
 
 
@@ -102,6 +104,10 @@ def test_a_metric_already_returned_becomes_scored_without_remeasuring(
     finished: Path, tmp_path: Path
 ) -> None:
     project = copy_of(finished, tmp_path)
+    before = statuses(project)
+    valid = [run for run, status in before.items() if status == "valid"]
+    assert len(before) == 8 and valid, before  # the demo measured, and some runs are valid
+    assert all("tool_calls" in measures_of(project, run)["extra"] for run in valid)  # not scored
     scenario = project / "demo" / "scenario.toml"
     scenario.write_text(
         scenario.read_text().replace(
@@ -113,11 +119,23 @@ def test_a_metric_already_returned_becomes_scored_without_remeasuring(
     assert planned["measure_run"] == 8
     result = snakemake(project)
     assert result.returncode == 0, result.stderr[-3000:]
-    for path in measures_files(project):
-        measures = json.loads(path.read_text())
-        if measures["status"] == "valid":
-            assert isinstance(measures["metrics"]["tool_calls"], int)
-            assert "tool_calls" not in measures["extra"]
+    assert statuses(project) == before
+    for run in valid:
+        measures = measures_of(project, run)
+        assert isinstance(measures["metrics"]["tool_calls"], int)
+        assert "tool_calls" not in measures["extra"]
+
+
+def statuses(project: Path) -> dict[str, str]:
+    """Each run's status: `<cell>/r<NN>` -> valid, invalid or failed."""
+    return {
+        str(path.parent.relative_to(path.parents[2])): json.loads(path.read_text())["status"]
+        for path in measures_files(project)
+    }
+
+
+def measures_of(project: Path, run: str) -> dict:
+    return json.loads((project / "results" / "demo" / "runs" / run / "measures.json").read_text())
 
 
 def test_editing_the_synthesis_template_reruns_only_the_synthesis(
