@@ -84,6 +84,7 @@ def test_editing_a_validator_reruns_its_jobs_never_an_agent_run(
 ) -> None:
     project = copy_of(finished, tmp_path)
     runs_before = {p: p.stat().st_mtime_ns for p in (project / "results").rglob("run.json")}
+    assert len(runs_before) == 8
     script = project / "demo" / "validators" / "scope.py"
     script.write_text(script.read_text() + "\n# stricter wording\n")
     planned = dry_run(project)
