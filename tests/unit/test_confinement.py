@@ -19,6 +19,7 @@ from agentab.confinement.bwrap import View, require_sandbox, sandbox_problem
 from agentab.confinement.endpoint import ENDPOINT_URL, Sandbox
 from agentab.errors import AgentabError
 from agentab.run.process import run_process
+from tests.processes import end_processes, marked_processes
 
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
 
@@ -104,10 +105,9 @@ def test_nothing_it_started_outlives_it(tmp_path):
     try:
         out, err, result = confined(tmp_path, script)
         assert out.strip() == "started", err
-        left = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True)
-        assert left.stdout == ""
+        assert marked_processes(mark) == []
     finally:
-        subprocess.run(["pkill", "-f", mark], check=False)
+        end_processes(marked_processes(mark))
 
 
 def test_unconfined_the_same_processes_survive(tmp_path):
@@ -124,10 +124,9 @@ def test_unconfined_the_same_processes_survive(tmp_path):
             timeout_s=30,
             lock_path=tmp_path / "lock",
         )
-        left = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True)
-        assert left.stdout.split()
+        assert marked_processes(mark)
     finally:
-        subprocess.run(["pkill", "-f", mark], check=False)
+        end_processes(marked_processes(mark))
 
 
 class Hello(http.server.BaseHTTPRequestHandler):
@@ -177,10 +176,9 @@ def test_a_timeout_ends_the_whole_sandbox(tmp_path):
             tmp_path, f"setsid sh -c 'sleep 60; : {mark}' & sleep 60", timeout=1
         )
         assert result.timed_out
-        left = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True)
-        assert left.stdout == ""
+        assert marked_processes(mark) == []
     finally:
-        subprocess.run(["pkill", "-f", mark], check=False)
+        end_processes(marked_processes(mark))
 
 
 def test_inside_translates_whole_host_paths_only():
