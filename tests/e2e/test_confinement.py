@@ -275,7 +275,8 @@ attempt("mirror", lambda: sorted(os.listdir(f"{PROJECT}/.agentab/mirrors")))
 attempt("network", lambda: urllib.request.urlopen(f"http://127.0.0.1:{PORT}/", timeout=2).status)
 attempt("processes", lambda: [line for line in command_lines() if "snakemake" in line][:1])
 attempt("cell", lambda: [line for line in command_lines() if " --cell " in line][:1])
-subprocess.Popen(["setsid", "sh", "-c", f"sleep 60; : {MARK}"])
+subprocess.Popen(["setsid", "sh", "-c", f"sleep 60; : {MARK}"], stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL)  # it holds no pipe of agentab's open
 print(json.dumps({"metrics": {"breaches": found}}))
 """
 VALIDATOR_ATTACKS = (
