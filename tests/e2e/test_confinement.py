@@ -97,13 +97,15 @@ class Attacked:
     network_hits: int
     survivors: list[int]  # processes left running when the workflow ended (since ended)
 
-    def files(self, pattern: str = "*") -> list[Path]:
-        runs = self.project / "results" / self.scenario / "runs"
-        return [path for path in runs.glob(f"{pattern}/**/*") if path.is_file()]
+    def files(self, cells: str | None = None) -> list[Path]:
+        """Every file of results/, or of the runs of the cells matching `cells`."""
+        results = self.project / "results"
+        found = results.rglob("*") if cells is None else results.glob(f"*/runs/{cells}/**/*")
+        return [path for path in found if path.is_file()]
 
-    def found(self, text: str, pattern: str = "*") -> bool:
-        """Whether `text` is in a file of the runs (of the cells matching `pattern`)."""
-        return any(text in path.read_text(errors="replace") for path in self.files(pattern))
+    def found(self, text: str, cells: str | None = None) -> bool:
+        """Whether `text` is in a file of results/ (of the runs of the cells matching `cells`)."""
+        return any(text in path.read_text(errors="replace") for path in self.files(cells))
 
 
 def attacks_that_worked(attacked: Attacked) -> dict[str, bool]:
