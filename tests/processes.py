@@ -3,7 +3,10 @@ live process from a gone one."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,3 +36,16 @@ def default_stop_signals() -> None:
     signal stays ignored in every process below."""
     for signum in (signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_DFL)
+
+
+def marked_processes(mark: str) -> list[int]:
+    """The processes whose command line holds `mark`, a word a test made up for its own."""
+    found = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True)
+    return [int(pid) for pid in found.stdout.split()]
+
+
+def end_processes(pids: list[int]) -> None:
+    """End these processes, by their ids (a test's own, found by `marked_processes`)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

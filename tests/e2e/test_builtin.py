@@ -52,7 +52,9 @@ def test_failed_tool_calls_are_counted_scored_and_warned_about(tmp_path, pi_inst
     scenario.write_text(re.sub(r"(?m)^metrics = \[", 'metrics = ["tool_errors", ', text))
     result = snakemake(project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    for measures_file in (project / "results" / "demo" / "runs").glob("*/r01/measures.json"):
+    measures_files = sorted((project / "results" / "demo" / "runs").glob("*/r01/measures.json"))
+    assert len(measures_files) == 4
+    for measures_file in measures_files:
         measures = json.loads(measures_file.read_text())
         builtin = measures["builtin"]
         # the runner and the module exit non-zero; the piped one ends in `echo` (exit 0)

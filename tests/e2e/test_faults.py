@@ -67,6 +67,7 @@ def test_a_stop_signal_ends_the_agents_in_flight_and_leaves_their_runs_to_redo(
         assert wait_until(lambda: len(agent_locks(project)) == 2, 120), output.read_text()
         stopped_runs = sorted(run_of(lock) for lock in agent_locks(project))
         agent_groups = [json.loads(lock.read_text())["pgid"] for lock in agent_locks(project)]
+        assert len(stopped_runs) == len(agent_groups) == 2, stopped_runs
         os.killpg(process.pid, signum) if whole_group else process.send_signal(signum)
         process.wait(timeout=PROMPT_STOP_S)  # the agents' timeout is 10 minutes
         assert not processes_in(project), "a process of the project outlived snakemake"
@@ -327,7 +328,9 @@ def test_a_rerun_after_a_validator_edit_stopped_midway_is_redone_by_the_next_inv
     counts = job_counts(text)
     assert "run_agent" not in counts, counts  # the edit touched no agent run
     assert counts["validate_run"] == 4 and counts["measure_run"] == 4, counts
-    for run in (project / RUNS).glob("*/r01"):
+    runs = sorted((project / RUNS).glob("*/r01"))
+    assert len(runs) == 4
+    for run in runs:
         assert json.loads((run / "validators" / "slow.json").read_text())["ok"]
         assert (run / "measures.json").stat().st_mtime > script.stat().st_mtime
 
@@ -480,6 +483,8 @@ def test_a_rerun_after_a_brick_edit_stopped_midway_is_redone_by_the_next_invocat
     first = snakemake(project)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     untouched = {run: run.stat().st_mtime for run in (project / RUNS).glob("nothing-*/r01/*.json")}
+    assert {path.parent.parent.name for path in untouched} == {"nothing-off", "nothing-high"}
+    assert {path.name for path in untouched} >= {"run.json", "measures.json"}
     brick = project / "demo" / "bricks" / "run-tests.md"
     brick.write_text(brick.read_text() + "\nRun them before you answer.\n")  # the rule cells' runs
     output = tmp_path / "snakemake.out"
@@ -502,6 +507,8 @@ def test_a_rerun_after_a_brick_edit_stopped_midway_is_redone_by_the_next_invocat
     assert "Traceback" not in text
     counts = job_counts(text)
     assert counts.get("run_agent") == 2 and counts.get("measure_run") == 2, counts
-    for run in (project / RUNS).glob("rule-*/r01"):
+    redone = sorted((project / RUNS).glob("rule-*/r01"))
+    assert len(redone) == 2
+    for run in redone:
         assert (run / "measures.json").stat().st_mtime > brick.stat().st_mtime
     assert {run: run.stat().st_mtime for run in untouched} == untouched  # never rerun

@@ -59,8 +59,11 @@ def test_a_thinking_level_dropped_by_the_harness_is_caught_on_every_run(tmp_path
 
 def test_the_demo_delivers_its_treatment_on_every_run(tmp_path, pi_installation):
     project = make_project(tmp_path / "demo", pi_installation.root.parents[1], repetitions=1)
-    assert snakemake(project).returncode == 0
-    for path in (project / "results" / "demo" / "runs").glob("*/r01/receipt.json"):
+    result = snakemake(project)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    receipts = sorted((project / "results" / "demo" / "runs").glob("*/r01/receipt.json"))
+    assert len(receipts) == 4
+    for path in receipts:
         receipt = json.loads(path.read_text())
         assert receipt["delivered"] is True, (path, receipt["problems"])
         assert receipt["requests"] >= 1 and receipt["fingerprint"]

@@ -126,6 +126,7 @@ def test_redo_one_run_then_snakemake_redoes_that_run_and_nothing_else(
         for path in results.glob("runs/*/r*/run.json")
         if "rule-off/r02" not in path.as_posix()
     }
+    assert len(others) == 7  # 4 cells x 2 repetitions, less the one redone
     redo = agentab("redo", "results/demo", "rule-off/r02", cwd=project)
     assert redo.returncode == 0, redo.stderr
     assert "redo rule-off/r02" in redo.stdout

@@ -82,7 +82,8 @@ def test_two_tasks_with_aa(tmp_path, pi_installation) -> None:
     gaps = read_csv(results / "gaps.csv")
     aa = [row for row in gaps if row["cell"] == "nothing (A/A)" and row["task"] == "all"]
     assert aa and all(row["p_holm"] == "" for row in aa)
-    assert all(row["p_holm"] for row in gaps if row["cell"] == "rule" and row["task"] == "all")
+    rule = [row for row in gaps if row["cell"] == "rule" and row["task"] == "all"]
+    assert rule and all(row["p_holm"] for row in rule)
     synthesis = (results / "synthesis.md").read_text(encoding="utf-8")
     assert "## Calibration (A/A)" in synthesis
     assert "## Values per task" in synthesis

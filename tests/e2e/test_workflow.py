@@ -69,7 +69,9 @@ def test_demo_writes_every_measures_and_the_synthesis(finished: Path) -> None:
     ).read_bytes()
     assert (results / "forms" / "review.blank.toml").exists()
     # no tooling file reached the agent's patch
-    for patch in (results / "runs").glob("*/r*/result.patch"):
+    patches = sorted((results / "runs").glob("*/r*/result.patch"))
+    assert len(patches) == 8
+    for patch in patches:
         assert b".snakemake_timestamp" not in patch.read_bytes()
 
 
@@ -82,6 +84,7 @@ def test_editing_a_validator_reruns_its_jobs_never_an_agent_run(
 ) -> None:
     project = copy_of(finished, tmp_path)
     runs_before = {p: p.stat().st_mtime_ns for p in (project / "results").rglob("run.json")}
+    assert len(runs_before) == 8
     script = project / "demo" / "validators" / "scope.py"
     script.write_text(script.read_text() + "\n# stricter wording\n")
     planned = dry_run(project)
@@ -102,6 +105,10 @@ def test_a_metric_already_returned_becomes_scored_without_remeasuring(
     finished: Path, tmp_path: Path
 ) -> None:
     project = copy_of(finished, tmp_path)
+    before = statuses(project)
+    valid = [run for run, status in before.items() if status == "valid"]
+    assert len(before) == 8 and valid, before  # the demo measured, and some runs are valid
+    assert all("tool_calls" in measures_of(project, run)["extra"] for run in valid)  # not scored
     scenario = project / "demo" / "scenario.toml"
     scenario.write_text(
         scenario.read_text().replace(
@@ -113,11 +120,23 @@ def test_a_metric_already_returned_becomes_scored_without_remeasuring(
     assert planned["measure_run"] == 8
     result = snakemake(project)
     assert result.returncode == 0, result.stderr[-3000:]
-    for path in measures_files(project):
-        measures = json.loads(path.read_text())
-        if measures["status"] == "valid":
-            assert isinstance(measures["metrics"]["tool_calls"], int)
-            assert "tool_calls" not in measures["extra"]
+    assert statuses(project) == before
+    for run in valid:
+        measures = measures_of(project, run)
+        assert isinstance(measures["metrics"]["tool_calls"], int)
+        assert "tool_calls" not in measures["extra"]
+
+
+def statuses(project: Path) -> dict[str, str]:
+    """Each run's status: `<cell>/r<NN>` -> valid, invalid or failed."""
+    return {
+        str(path.parent.relative_to(path.parents[2])): json.loads(path.read_text())["status"]
+        for path in measures_files(project)
+    }
+
+
+def measures_of(project: Path, run: str) -> dict:
+    return json.loads((project / "results" / "demo" / "runs" / run / "measures.json").read_text())
 
 
 def test_editing_the_synthesis_template_reruns_only_the_synthesis(

@@ -249,8 +249,53 @@ def test_a_damaged_scenario_loads_or_is_refused(folder: Path, data) -> None:
 
 @FUZZ
 @given(files=damaged_files(), data=st.data())
-def test_damaged_files_beside_the_scenario_are_refused(folder: Path, files, data) -> None:
+def test_damaged_files_beside_a_damaged_scenario_load_or_are_refused(
+    folder: Path, files, data
+) -> None:
     document = data.draw(damaged_bytes((DEMO / "scenario.toml").read_text()))
     path = write_folder(folder, document, files)
     loads_or_says_why(path)
     loads_or_says_why(path, check_schema=False)
+
+
+BOM = b"\xef\xbb\xbf"
+# Damage the loader must refuse whichever file it hits: nothing in it, or bytes that are not
+# UTF-8 text; and, in the judge's schema, anything that is not the schema of a verdict.
+REFUSED_TEXT = [b"", b" \n", b"\xff\xfe not utf-8"]
+REFUSED_SCHEMA = [b"[]", b"{}", b'{"type": "object"}', b"[" * 3000, b"not json"]
+
+
+@st.composite
+def files_with_known_damage(draw) -> tuple[dict[str, bytes], set[str]]:
+    """Each file beside the scenario left whole, given a byte-order mark (harmless), or damaged
+    so that the loader must refuse it; and the names of those damaged so."""
+    files, refused = {}, set()
+    for rel in FILES:
+        original = (DEMO / rel).read_bytes()
+        kind = draw(st.sampled_from(["whole", "bom", "refused"]))
+        if kind == "refused":
+            schema = REFUSED_SCHEMA if rel.endswith(".json") else []
+            files[rel] = draw(st.sampled_from(REFUSED_TEXT + schema))
+            refused.add(rel)
+        else:
+            files[rel] = original if kind == "whole" else BOM + original
+    return files, refused
+
+
+@FUZZ
+@given(damage=files_with_known_damage(), bom=st.booleans())
+def test_damaged_files_beside_the_scenario_are_refused_and_a_byte_order_mark_is_not(
+    folder: Path, damage, bom
+) -> None:
+    files, refused = damage
+    document = (BOM if bom else b"") + (DEMO / "scenario.toml").read_bytes()
+    path = write_folder(folder, document, files)
+    for checks in ({}, {"check_schema": False}):
+        if not refused:
+            measures_something(load_scenario(path, check_etalon=False, **checks))
+            continue
+        with pytest.raises(AgentabError) as error:
+            load_scenario(path, check_etalon=False, **checks)
+        problems = error.value.problems
+        named = {rel for rel in FILES for p in problems if f"`{rel}`" in p.file + p.message}
+        assert named == refused, [p.render() for p in problems]  # every one, and only those

@@ -239,7 +239,9 @@ def test_a_pinned_judge_model_and_a_skill_with_front_matter_load(demo: Path) -> 
 
 
 def test_the_shipped_scenarios_still_pass_check(capsys) -> None:
-    for scenario in sorted(DEMO.parent.glob("*/scenario.toml")):
+    scenarios = sorted(DEMO.parent.glob("*/scenario.toml"))
+    assert len(scenarios) >= 5 and DEMO / "scenario.toml" in scenarios
+    for scenario in scenarios:
         assert main(["check", "--no-etalon", "--no-credentials", str(scenario)]) == 0, (
             capsys.readouterr().err
         )
