@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from agentab.confinement.limits import cgroup_place
 from tests.e2e.workflow import REPO, SNAKEMAKE, Counting, make_project, set_agent, snakemake
 from tests.processes import end_processes, marked_processes
 
@@ -164,6 +165,15 @@ def attacked_project(
     return Attacked(project, scenario, result, earlier, Counting.hits, survivors)
 
 
+def unconfined_expectation(attacks) -> dict[str, bool]:
+    """Unconfined, every attack works, but one: where agentab can make a cgroup per run (root
+    here), the run's limits end whatever the run left running, sandbox or not (`run.json`
+    says `enforced: cgroup …`), so no survivor outlives it either way."""
+    expected = dict.fromkeys(attacks, True)
+    expected["survivors"] = cgroup_place() is None
+    return expected
+
+
 # Every attack on pi; the same set, as a smoke test, on each other harness's demo.
 HARNESS_DEMOS = [
     ("demo", "pi_installation"),
@@ -205,7 +215,7 @@ def test_the_same_attacks_succeed_unconfined(tmp_path, pi_installation):
     # The control: with `confinement: none` (the escape a person may choose), every attack
     # above works, and the same check that finds none in the test above finds each here.
     attacked = attacked_project(tmp_path, pi_installation.root.parents[1], "none")
-    assert attacks_that_worked(attacked) == dict.fromkeys(ATTACKS, True)
+    assert attacks_that_worked(attacked) == unconfined_expectation(ATTACKS)
     project = attacked.project
     run = json.loads(next((project / "results" / "demo" / "runs").rglob("run.json")).read_text())
     assert run["confinement"]["mode"] == "none"
@@ -381,7 +391,7 @@ def test_the_same_validator_attacks_succeed_unconfined(tmp_path, pi_installation
     # The control: with `confinement: none`, each attack of the validator above works, and the
     # same check that finds none there finds each here.
     attacked = validator_attacked_project(tmp_path, pi_installation.root.parents[1], "none")
-    assert validator_attacks_that_worked(attacked) == dict.fromkeys(VALIDATOR_ATTACKS, True)
+    assert validator_attacks_that_worked(attacked) == unconfined_expectation(VALIDATOR_ATTACKS)
 
 
 def snakemake_in(project: Path) -> subprocess.CompletedProcess:
