@@ -30,7 +30,10 @@ with open(sys.argv[1], "w") as report:
 
 def verdict(report: dict | None, exit_status: int) -> tuple[bool, str]:
     if report is None:
-        return False, f"no test report: the test process ended before writing it (exit {exit_status})"
+        return (
+            False,
+            f"no test report: the test process ended before writing it (exit {exit_status})",
+        )
     ran, failed = report["ran"], report["failures"] + report["errors"]
     if ran == report["skipped"]:
         return False, f"no test ran ({ran} collected, {report['skipped']} skipped)"

@@ -49,7 +49,10 @@ def verdict(report: Path, exit_status: int) -> tuple[bool, str]:
     try:
         suites = ElementTree.parse(report).getroot()
     except (OSError, ElementTree.ParseError):
-        return False, f"no test report: the test process ended before writing it (exit {exit_status})"
+        return (
+            False,
+            f"no test report: the test process ended before writing it (exit {exit_status})",
+        )
     counts = {key: 0 for key in ("tests", "failures", "errors", "skipped")}
     for suite in suites.iter("testsuite"):
         for key in counts:
