@@ -17,7 +17,7 @@ are measured in docs/harnesses.md):
   settings, skills, agents, commands and CLAUDE.md / CLAUDE.local.md in every ancestor),
   `CLAUDE_CODE_DISABLE_CLAUDE_MDS=1` and `CLAUDE_CODE_DISABLE_AUTO_MEMORY=1` behind it,
   `--strict-mcp-config` (the etalon's `.mcp.json` is never read).
-- Permissions: `--dangerously-skip-permissions`; as root Claude Code refuses it unless
+- Permissions: `--dangerously-skip-permissions`; as root (unconfined) Claude Code refuses it unless
   `IS_SANDBOX=1`.
 - Bricks by explicit path: context files joined in one `--append-system-prompt-file` (appended to the
   system prompt), agent definitions `--agents <json file>` built from their Markdown, skills in a
@@ -138,7 +138,8 @@ class ClaudeCodeHarness(NpmHarness):
             "TMPDIR": str(tmp),
             "CLAUDE_CODE_TMPDIR": str(tmp),
             "CLAUDE_CONFIG_DIR": str(config),
-            "IS_SANDBOX": "1",  # as root, bypass mode is refused without it
+            # Root refuses bypass mode without it; a sandbox runs as a user who is not root.
+            **({} if spec.confined else {"IS_SANDBOX": "1"}),
             **QUIET_ENV,
             **thinking_env,
             "LC_ALL": "C.UTF-8",
