@@ -186,6 +186,9 @@ def test_prepare_constructs_the_environment_and_switches_discovery_off(tmp_path,
     assert env["DISABLE_AUTOUPDATER"] == env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert "AGENTAB_CANARY" not in env
     assert invocation.env_for_record()["ANTHROPIC_API_KEY"] == "<secret>"
+    # Confined, it runs as the sandbox's user, not root: bypass mode needs no IS_SANDBOX.
+    confined = claude.prepare(replace(spec_of(tmp_path), confined=True), installation(tmp_path))
+    assert "IS_SANDBOX" not in confined.env
     argv = invocation.argv
     assert argv[argv.index("--setting-sources") + 1] == ""
     assert "--strict-mcp-config" in argv and argv[-2:] == ["--", "Fix it."]
