@@ -8,6 +8,7 @@ Fixtures (`fixtures/claude_code/`), each recorded against the offline model: `de
 """
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
