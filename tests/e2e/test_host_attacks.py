@@ -58,7 +58,8 @@ def git_attacks(marker: Path, host_folder: Path) -> list[dict]:
         # Lines written into the harness's stream (its facts are read from it): refused.
         run_step(
             "stream",
-            'for p in /proc/[0-9]*; do echo \'{"type": "zqforged"}\' '
+            # printf builds the line: the command's own text never holds the marker.
+            "for p in /proc/[0-9]*; do printf '{\"type\": \"zq%s\"}\\n' forged "
             "> $p/fd/1 2>/dev/null; done; true",
         ),
     ]
@@ -105,7 +106,7 @@ def test_git_settings_of_the_agent_run_in_its_sandbox_never_on_the_host(attacked
     assert sorted(p.name for p in attacked["marker"].parent.glob("host-marker*")) == []
     assert digest(attacked["project"] / "demo" / "validators" / "tests.py") == attacked["validator"]
     stream = attacked["runs"] / "git" / "r01" / "stream.jsonl"
-    assert "Trying stream." in stream.read_text() and "zqforged" not in stream.read_text()
+    assert "Trying stream" in stream.read_text() and "zqforged" not in stream.read_text()
     # core.worktree pointed at a host folder: the patch carries none of its files.
     assert "scenario.toml" not in record["patch"]["files"]
     assert b"scenario.toml" not in patch

@@ -44,6 +44,7 @@ def provenance(run: dict) -> dict:
         "tokens": {"input": tokens.get("input", 0), "output": tokens.get("output", 0)},
         "cost_usd": facts.get("cost_usd"),
         "confinement": (run.get("confinement") or {}).get("mode"),
+        "limits": run.get("limits"),  # declared, how each was enforced, which the run reached
         "environment_sha256": (run.get("setup") or {}).get("environment_sha256"),
     }
 

@@ -232,6 +232,29 @@ def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
     return warnings
 
 
+def limits_line(result: SynthesisResult, scenario) -> str:
+    """What each run could take of the machine, and how the machines that ran them enforced it
+    (a cluster's nodes may differ): part of what was measured."""
+    if scenario.limits is None:
+        return ""
+    declared = ", ".join(f"{key} {value}" for key, value in scenario.limits.as_dict().items())
+    ways: Counter = Counter()
+    for run in result.runs:
+        enforced = (run.provenance.get("limits") or {}).get("enforced") or {}
+        if enforced:
+            ways["; ".join(f"{key}: {how}" for key, how in sorted(enforced.items()))] += 1
+    line = f"**Limits** of every run (`[protocol] limits`): {declared}."
+    if len(ways) == 1:
+        line += f" Enforced by {next(iter(ways))}."
+    elif ways:
+        line += (
+            " Enforced differently across the runs: "
+            + "; or ".join(f"{count} runs by {how}" for how, count in ways.most_common())
+            + "."
+        )
+    return line
+
+
 def unconfined_warning(result: SynthesisResult) -> list[str]:
     """Runs made with `confinement: none` (config/config.yaml): said first, whatever else."""
     count = sum(1 for run in result.runs if run.provenance.get("confinement") == "none")
@@ -257,6 +280,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
         pending[row.metric] += row.pending
     usage = usage_totals(result.runs)
     return {
+        "limits": limits_line(result, scenario),
         "warnings": treatment_warnings(result, scenario),
         "scenario": scenario,
         "stats": stats,
