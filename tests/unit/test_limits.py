@@ -161,3 +161,52 @@ def test_a_private_tmp_is_capped_at_the_disk_limit(tmp_path):
         text=True,
     )
     assert str(SMALL.disk) in done.stdout, done.stdout
+
+
+NPROC_PROBE = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from agentab.confinement.limits import Limits, RunLimits
+from agentab.run.process import run_process
+folder = Path(sys.argv[2])
+limits = Limits(memory=1 << 30, processes=6, disk=1 << 30, patch=1 << 20)
+with RunLimits(limits, None) as capped:
+    run_process(["/bin/sh", "-c", "for i in $(seq 20); do sleep 1 & done; wait; echo all-started"],
+                env={"PATH": "/usr/bin:/bin"}, cwd=folder, stdout_path=folder / "out",
+                stderr_path=folder / "err", timeout_s=30, lock_path=folder / "lock", limits=capped)
+    print(capped.enforcement()["processes"])
+print((folder / "out").read_text())
+"""
+
+
+@ROOT_ONLY
+def test_a_user_who_is_not_root_gets_the_processes_limit_from_rlimit():
+    # As a user who is not root, no cgroup: RLIMIT_NPROC, on top of what the user already runs.
+    # The system's Python runs a copy of the package from a folder that user may read (the
+    # checkout and its virtualenv may sit under a home only root can read, as in CI).
+    import shutil
+    import tempfile
+
+    from tests.conftest import REPO_ROOT
+
+    folder = Path(tempfile.mkdtemp(prefix="agentab-nobody-", dir="/tmp"))
+    try:
+        folder.chmod(0o777)
+        shutil.copytree(REPO_ROOT / "src" / "agentab", folder / "src" / "agentab")
+        (folder / "probe.py").write_text(NPROC_PROBE)
+        done = subprocess.run(
+            ["/usr/bin/python3", str(folder / "probe.py"), str(folder / "src"), str(folder)],
+            user=65534,
+            group=65534,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin"},
+        )
+        assert done.returncode == 0, done.stderr
+        assert "RLIMIT_NPROC, over what the user already ran" in done.stdout
+        assert "all-started" not in done.stdout  # the shell could not start its twenty
+        assert "Cannot fork" in (folder / "err").read_text()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

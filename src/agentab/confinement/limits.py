@@ -177,6 +177,7 @@ class RunLimits:
         self.place = place
         self.folders: list[Path] = []
         self._procs: list[bytes] = []
+        self._running = 0
 
     def __enter__(self) -> RunLimits:
         if self.place is not None:
@@ -185,6 +186,7 @@ class RunLimits:
             except OSError:
                 self.remove()
                 self.place = None  # the host refused: rlimits then, and run.json says so
+        self._running = 0 if self._procs else tasks_of_user(os.getuid())
         return self
 
     def __exit__(self, *_exc) -> None:
@@ -231,7 +233,9 @@ class RunLimits:
         if not self._procs:
             found += [
                 (resource.RLIMIT_DATA, self.limits.memory),
-                (resource.RLIMIT_NPROC, self.limits.processes),
+                # RLIMIT_NPROC counts every process of the user on the machine, not only the
+                # run's: the run gets its limit on top of what the user already runs.
+                (resource.RLIMIT_NPROC, self.limits.processes + self._running),
             ]
         return found
 
@@ -245,7 +249,7 @@ class RunLimits:
             processes = f"{where} (pids.max)"
         else:
             memory = "rlimit RLIMIT_DATA, per process (no cgroup could be made here)"
-            processes = "rlimit RLIMIT_NPROC (no cgroup could be made here" + (
+            processes = "rlimit RLIMIT_NPROC, over what the user already ran (no cgroup here" + (
                 ": root is exempt, so it is not enforced)" if os.geteuid() == 0 else ")"
             )
         return {"memory": memory, "processes": processes}
@@ -281,6 +285,19 @@ class RunLimits:
                     _end_members(folder)
                     time.sleep(0.02)
         self.folders = []
+
+
+def tasks_of_user(uid: int) -> int:
+    """How many processes and threads the user runs now (what RLIMIT_NPROC counts)."""
+    count = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = dict(
+                line.split(":", 1) for line in status.read_text().splitlines() if ":" in line
+            )
+            if int(fields["Uid"].split()[0]) == uid:
+                count += int(fields["Threads"])
+    return count
 
 
 def _counts(path: Path) -> dict[str, int]:
