@@ -106,7 +106,8 @@ def scenario_text(demo_text: str, n_context: int, n_wording: int, repetitions: i
         )
     context = ["none"] + [f"c{i}" for i in range(1, n_context)]
     wording = ["plain"] + [f"w{i}" for i in range(1, n_wording)]
-    matrix = [f"[protocol]\nrepetitions = {repetitions}\n", "[axes]"]
+    limits = next(line for line in demo_text.splitlines() if line.startswith("limits = "))
+    matrix = [f"[protocol]\nrepetitions = {repetitions}\n{limits}\n", "[axes]"]
     matrix.append("context = [" + ", ".join(f'"{v}"' for v in context) + "]")
     matrix.append("wording = [" + ", ".join(f'"{v}"' for v in wording) + "]\n")
     for value in context[1:]:
