@@ -388,3 +388,17 @@ def test_the_contract_names_a_bricks_use_by_its_name(tmp_path, metric, problem):
     rendered = refused.value.render()
     assert problem in rendered and "validation.metrics" in rendered
     assert "bricks_used.zq-skill" in rendered or "context file" in rendered  # the fix names it
+
+
+def test_agentab_runs_filters_on_a_bricks_use_outside_the_contract():
+    from agentab.report.metric_filter import parse_metric_filter
+
+    def run(used: dict) -> SimpleNamespace:
+        return SimpleNamespace(
+            status="valid", pending=[], metrics={}, extra={}, builtin={"bricks_used": used}
+        )
+
+    unused = parse_metric_filter("bricks_used.zq-skill=false")
+    assert unused.matches(run({"zq-skill": False}))
+    assert not unused.matches(run({"zq-skill": True}))
+    assert not unused.matches(run({}))  # a run without the brick says nothing of its use
