@@ -202,7 +202,7 @@ class ClaudeCodeHarness(NpmHarness):
     def extension_tools(self, path: Path) -> DeclaredTools:
         """An MCP server's tools are named `mcp__<server>__<tool>` (measured with an MCP config
         file); a plugin's servers `mcp__plugin_<plugin>_<server>__<tool>` (Claude Code's naming;
-        not measured: under `--strict-mcp-config` the probe's plugin server never started)."""
+        not measured: the probe's plugin server never started, `--strict-mcp-config` likely)."""
         return DeclaredTools(prefixes=frozenset(mcp_prefixes(Path(path))))
 
     def check_cell(self, model: str, thinking: str, bricks) -> None:
