@@ -358,25 +358,28 @@ def test_load_skill_is_each_harness_own_way_as_its_listing_gives_it():
 
 
 @pytest.mark.parametrize(
-    ("metric", "problem"),
+    ("metric", "skills", "problem"),
     [
-        ("bricks_used.zq-skill", None),
-        ("bricks_used.zq-skil", "`bricks_used.zq-skil` names no brick of this scenario's cells"),
-        ("bricks_used.run-tests", "the use of `run-tests` cannot be observed: a context file"),
+        ("bricks_used.zq-skill", ["zqskill"], None),
+        ("bricks_used.zq-skil", ["zqskill"], "`bricks_used.zq-skil` names no brick of this"),
+        ("bricks_used.run-tests", ["zqskill"], "the use of `run-tests` cannot be observed"),
+        ("bricks_used.zq-skill", ["zqskill", "zqskill2"], "has two bricks named `zq-skill`"),
     ],
 )
-def test_the_contract_names_a_bricks_use_by_its_name(tmp_path, metric, problem):
+def test_the_contract_names_a_bricks_use_by_its_name(tmp_path, metric, skills, problem):
     from agentab.errors import ScenarioError
     from agentab.scenario import load_scenario
 
     folder = tmp_path / "demo"
     shutil.copytree(DEMO, folder)
-    (folder / "bricks" / "zqskill").mkdir()
-    (folder / "bricks" / "zqskill" / "SKILL.md").write_text(SKILL_MD)
+    for skill_folder in skills:  # each SKILL.md says `name: zq-skill`
+        (folder / "bricks" / skill_folder).mkdir()
+        (folder / "bricks" / skill_folder / "SKILL.md").write_text(SKILL_MD)
     text = (folder / "scenario.toml").read_text()
     text = text.replace(
         'context_files = ["bricks/run-tests.md"]',
-        'context_files = ["bricks/run-tests.md"]\nskills = ["bricks/zqskill"]',
+        'context_files = ["bricks/run-tests.md"]\n'
+        f"skills = {json.dumps([f'bricks/{name}' for name in skills])}",
     )
     text = text.replace('metrics = ["tests_pass"', f'metrics = ["{metric}", "tests_pass"')
     (folder / "scenario.toml").write_text(text)
@@ -386,8 +389,7 @@ def test_the_contract_names_a_bricks_use_by_its_name(tmp_path, metric, problem):
     with pytest.raises(ScenarioError) as refused:
         load_scenario(folder / "scenario.toml", check_etalon=False)
     rendered = refused.value.render()
-    assert problem in rendered and "validation.metrics" in rendered
-    assert "bricks_used.zq-skill" in rendered or "context file" in rendered  # the fix names it
+    assert problem in rendered and "validation.metrics" in rendered and "fix: " in rendered
 
 
 def test_agentab_runs_filters_on_a_bricks_use_outside_the_contract():

@@ -39,14 +39,17 @@ def check_usage_metrics(metrics: list[str], cells, sink: Collector) -> None:
     from agentab.harnesses import get_harness  # late: synthesize needs no adapter
 
     names: dict[str, list[str]] = {}  # name -> why its use is not observable, per cell
+    twice: dict[str, str] = {}  # name -> a cell with two bricks of that name
     for cell in cells:
         try:
             harness = get_harness(cell.agent.harness)
         except AgentabError:
             continue  # an unknown harness: its own rule says so
-        for brick in cell.bricks:
+        in_cell = [brick_name(brick.kind, brick.path) for brick in cell.bricks]
+        twice.update((name, cell.name) for name in in_cell if in_cell.count(name) > 1)
+        for brick, name in zip(cell.bricks, in_cell, strict=True):
             why = harness.unobservable_use.get(brick.kind)
-            names.setdefault(brick_name(brick.kind, brick.path), []).append(why or "")
+            names.setdefault(name, []).append(why or "")
     for metric in wanted:
         name = metric.removeprefix(USED_METRIC)
         if name not in names:
@@ -57,6 +60,13 @@ def check_usage_metrics(metrics: list[str], cells, sink: Collector) -> None:
                 "validation.metrics",
                 f"`{metric}` names no brick of this scenario's cells",
                 f"write one of: {known}",
+            )
+        elif name in twice:
+            sink.add(
+                "validation.metrics",
+                f"`{metric}`: cell `{twice[name]}` has two bricks named `{name}`, whose uses "
+                "one metric cannot tell apart",
+                "rename one (its front matter's `name`, or its file or folder)",
             )
         elif all(names[name]):
             sink.add(

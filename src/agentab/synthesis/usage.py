@@ -22,7 +22,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import posixpath
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -84,11 +85,11 @@ def given_brick(entry: dict, store: Path, harness: Harness) -> GivenBrick:
     brick = GivenBrick(kind, rel, brick_name(kind, frozen), seen_at)
     if kind == "skills":
         files = sorted(p.relative_to(frozen).as_posix() for p in frozen.rglob("*") if p.is_file())
-        return GivenBrick(kind, rel, brick.name, seen_at, files=tuple(files))
+        return replace(brick, files=tuple(files))
     if kind == "agents":
-        return GivenBrick(kind, rel, brick.name, seen_at, agent=harness.agent_name(frozen))
+        return replace(brick, agent=harness.agent_name(frozen))
     if kind == "extensions":
-        return GivenBrick(kind, rel, brick.name, seen_at, tools=harness.extension_tools(frozen))
+        return replace(brick, tools=harness.extension_tools(frozen))
     return brick
 
 
@@ -180,9 +181,11 @@ def usage_metrics(records: list[dict]) -> dict:
     observable) and `builtin.brick_calls` (name -> tool or agent -> calls)."""
     used: dict = {}
     calls: dict = {}
-    repeated = {r["brick"] for r in records if [x["brick"] for x in records].count(r["brick"]) > 1}
+    names = Counter(record["brick"] for record in records)
     for record in records:
-        name = record["rel"] if record["brick"] in repeated else record["brick"]
+        # Two bricks of one cell with one name (the load refuses it in the contract) are kept
+        # under their paths rather than one over the other.
+        name = record["rel"] if names[record["brick"]] > 1 else record["brick"]
         used[name] = record.get("used")
         if record.get("used") is not None:
             calls[name] = record.get("calls") or {}
