@@ -61,6 +61,9 @@ def test_the_builtins_come_from_the_record_and_the_transcript(tmp_path):
         "cost_usd": 0.01,
         "duration_s": 12.5,
         "protected_edits": 0,
+        "bricks_used": {},  # the run's cell has no brick
+        "brick_calls": {},
+        "brick_usage": [],
     }
     edits = builtin_metrics(run, tmp_path / "t.jsonl", ["tests/test_a.py", "conftest.py"])
     assert edits["protected_edits"] == 2

@@ -127,10 +127,11 @@ def test_the_fingerprint_ignores_the_clone_and_the_date(tmp_path):
 
 
 def test_each_extension_is_proven_by_the_tools_it_declares(tmp_path):
-    def extension(name: str, body: str) -> SimpleNamespace:
+    def extension(name: str, body: str) -> frozenset[str]:
+        """The tool names pi's adapter reads in an extension of this body."""
         path = tmp_path / f"{name}.ts"
         path.write_text(body)
-        return SimpleNamespace(kind="extensions", rel=f"bricks/{name}.ts", path=path)
+        return PiHarness().extension_tools(path).names
 
     probe = extension("probe", 'pi.registerTool(defineTool({\n  name: "brick_probe",\n}));')
     guard = extension("guard", 'pi.registerTool({ name: "guard_tool", label: "x" });')

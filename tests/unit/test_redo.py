@@ -39,6 +39,8 @@ def test_runs_lists_every_run_with_status_and_reason(results: Path, capsys) -> N
         "TOOL",
         "CALLS",
         "PROTECTED",
+        "BRICKS",
+        "USED",
         "REASON",
     ]
     assert len(lines) == 21

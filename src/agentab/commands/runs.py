@@ -67,8 +67,11 @@ def run(args) -> int:
 
 
 def table(entries) -> str:
-    rows = [("RUN", "STATUS", "CELL", "TURNS", "TOOL CALLS", "PROTECTED", "REASON")]
-    rows += [(e.run, e.status, e.cell, *builtin_columns(e), flat(e.reason)) for e in entries]
+    rows = [("RUN", "STATUS", "CELL", "TURNS", "TOOL CALLS", "PROTECTED", "BRICKS USED", "REASON")]
+    rows += [
+        (e.run, e.status, e.cell, *builtin_columns(e), bricks_used_column(e), flat(e.reason))
+        for e in entries
+    ]
     last = len(rows[0]) - 1
     widths = [max(len(row[i]) for row in rows) for i in range(last)]
     return "\n".join(
@@ -90,6 +93,16 @@ def builtin_columns(entry) -> tuple[str, str, str]:
     files = (entry.record.protected_files if entry.record else None) or []
     protected = f"{len(files)}: {', '.join(files[:2])}{', …' if len(files) > 2 else ''}"
     return turns, tools, protected if files else ("0" if "protected_edits" in builtin else "")
+
+
+def bricks_used_column(entry) -> str:
+    """BRICKS USED: each brick whose use its run shows, with the turn of its first use."""
+    usage = builtin_of(entry).get("brick_usage") or []
+    return ", ".join(
+        f"{u.get('brick')} (turn {u.get('first_turn')})" if u["used"] else f"{u.get('brick')} (no)"
+        for u in usage
+        if isinstance(u, dict) and isinstance(u.get("used"), bool)
+    )
 
 
 def flat(text: str) -> str:

@@ -18,6 +18,12 @@ An adapter (one file under `harnesses/`) owns everything that differs between ag
   offline model read it (`Conversation.thinking`): what a receipt compares the request log with.
   `ANY_REASONING` when the harness maps the level per model from a catalogue of its own: then
   the receipt checks that a setting was sent, not which.
+- what a tool call of its transcript does with the bricks it was given (`agentab.synthesis.
+  usage` reads every run's transcript with them): `skill_tool_loads(call, result)` (the skills
+  its own skill tool loaded), `agents_called(call)` (the agent definitions a call ran),
+  `extension_tools(path)` (the tools an extension declares, as the model calls them) and
+  `unobservable_use` (the brick kinds whose use no run shows, and why). A read of a brick's
+  file needs no adapter: the paths a call names are compared with where the run saw its bricks.
 - `classify(facts, exit_code, timed_out)`: an `Outcome` (`completed`, or `failed` with a
   reason: the scenario's timeout, or the agent's own error such as a provider error), or a
   `HarnessFault` when the harness could not do the run at all (crash, cannot start). A fault is
@@ -30,6 +36,7 @@ How a process is started, timed out and cleaned up is not an adapter's business:
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +89,9 @@ class Invocation:
     files: dict[Path, str] = field(default_factory=dict)  # absolute path -> text, in scratch
     clone_files: dict[str, Path] = field(default_factory=dict)  # clone-relative path -> source
     passed_as: dict[str, str] = field(default_factory=dict)  # brick rel -> how it was passed
+    # brick rel -> where else the harness reads it (a copy in its config dir): the run records
+    # every place the agent sees a brick, so that a read of its files is recognised there too.
+    brick_copies: dict[str, list[Path]] = field(default_factory=dict)
     secret_env: frozenset[str] = frozenset()  # names whose values run.json must not show
 
     def env_for_record(self) -> dict[str, str]:
@@ -214,6 +224,42 @@ def provider_error(status: int | None, message: str) -> Outcome:
     return Outcome("failed", f"agent-error: {message[:500]}")
 
 
+@dataclass(frozen=True)
+class DeclaredTools:
+    """The tools an extension adds, as the model calls them: names read in its source, and
+    prefixes for the tools of a server it starts (their names are known only when it runs)."""
+
+    names: frozenset[str] = frozenset()
+    prefixes: frozenset[str] = frozenset()
+
+    def declares(self, tool: str) -> bool:
+        return tool in self.names or any(tool.startswith(prefix) for prefix in self.prefixes)
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.prefixes)
+
+    def described(self) -> list[str]:
+        return sorted(self.names) + [f"{prefix}*" for prefix in sorted(self.prefixes)]
+
+
+CONTEXT_FILE_USE = (
+    "a context file is in the prompt from the first turn: no call of the agent's shows that "
+    "it followed it, so nothing beyond its delivery is observable"
+)
+FRONT_MATTER_NAME = re.compile(r"\A---[ \t]*\r?\n(?:.*?\n)??name:[ \t]*(.+?)[ \t]*\r?\n", re.S)
+
+
+def front_matter_name(path: Path) -> str:
+    """The `name` of a Markdown definition's front matter (an agent, a SKILL.md), else ""."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    head = text.split("\n---", 1)[0] if text.startswith("---") else ""
+    found = FRONT_MATTER_NAME.match(head + "\n")
+    return found.group(1).strip().strip("\"'") if found else ""
+
+
 class Harness(ABC):
     name: str
     # What a scenario may ask of this harness: checked when the scenario loads, so that a cell
@@ -250,6 +296,27 @@ class Harness(ABC):
 
     @abstractmethod
     def classify(self, facts: StreamFacts, exit_code: int | None, timed_out: bool) -> Outcome: ...
+
+    # brick kind -> why no run shows whether the agent used a brick of this kind
+    unobservable_use: dict[str, str] = {"context_files": CONTEXT_FILE_USE}
+
+    def skill_tool_loads(self, call: dict, result: dict | None) -> tuple[str, ...]:
+        """The skills a transcript call loaded through the harness's own skill tool, as the
+        harness names them; `result` is the call's result line, when the transcript has it."""
+        return ()
+
+    def agents_called(self, call: dict) -> tuple[str, ...]:
+        """The agent definitions (by the name the harness knows them by) a call ran."""
+        return ()
+
+    def extension_tools(self, path: Path) -> DeclaredTools:
+        """The tools the extension at `path` declares, as the model calls them."""
+        return DeclaredTools()
+
+    def agent_name(self, path: Path) -> str:
+        """The name the harness knows an agent definition by: its front matter's, else the
+        file's stem."""
+        return front_matter_name(path) or Path(path).stem
 
     def confined_at(self, clone: Path) -> None:  # noqa: B027 - a hook most adapters leave
         """The prepared run's clone is seen by the harness at `clone` (its sandbox's path), not

@@ -30,6 +30,7 @@ from pathlib import Path
 from agentab.errors import AgentabError, problem
 from agentab.harnesses.base import (
     ANY_REASONING,
+    DeclaredTools,
     HarnessFault,
     Invocation,
     Outcome,
@@ -75,6 +76,27 @@ class PiHarness(NpmHarness):
 
     def version_env(self, installation) -> dict[str, str]:
         return {"PATH": base_path(), "HOME": str(installation.root), "PI_OFFLINE": "1"}
+
+    # ------------------------------------------------------------------------ brick use
+    # pi has no skill tool: its system prompt lists each skill with the path of its SKILL.md
+    # and tells the model to load it with `read` (measured), which agentab sees by its path.
+
+    def extension_tools(self, path: Path) -> DeclaredTools:
+        return DeclaredTools(names=frozenset(DECLARED_TOOL.findall(extension_source(path))))
+
+    def agents_called(self, call: dict) -> tuple[str, ...]:
+        """pi runs an agent definition through the `subagent` tool of its subagent extension
+        (examples/extensions/subagent, read in its source): `agent`, or `agent` of each item
+        of `tasks` (parallel) or `chain` (in sequence)."""
+        if call.get("tool") != "subagent" or not isinstance(call.get("input"), dict):
+            return ()
+        arguments = call["input"]
+        items = [arguments, *listed(arguments.get("tasks")), *listed(arguments.get("chain"))]
+        return tuple(
+            str(item["agent"])
+            for item in items
+            if isinstance(item, dict) and isinstance(item.get("agent"), str)
+        )
 
     # ------------------------------------------------------------------------ one run
 
@@ -234,6 +256,33 @@ def proxied_models_json(spec: RunSpec) -> str:
     only `baseUrl` changes that provider, its models and their settings stay pi's own)."""
     base = spec.model_base_url + PROVIDER_BASE_PATHS.get(spec.provider, "")
     return json.dumps({"providers": {spec.provider: {"baseUrl": base}}}, indent=2)
+
+
+# A tool an extension declares: `registerTool({ name: "brick_probe", … })`, or the same with
+# the object wrapped in a helper (`registerTool(defineTool({ name: … }))`), as pi's API has it.
+DECLARED_TOOL = re.compile(
+    r"""registerTool\s*\(\s*(?:[\w.]+\s*\(\s*)?\{[^{}]*?\bname\s*:\s*["']([\w.-]+)["']"""
+)
+
+
+def extension_source(path: Path, limit: int = 1_000_000) -> str:
+    """The text of an extension file, or of the files of an extension folder, up to `limit`
+    characters."""
+    path = Path(path)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    text = ""
+    for file in files:
+        try:
+            text += file.read_text(encoding="utf-8", errors="replace")[: limit - len(text)]
+        except OSError:
+            continue
+        if len(text) >= limit:
+            break
+    return text
+
+
+def listed(value) -> list:
+    return value if isinstance(value, list) else []
 
 
 # ---------------------------------------------------------------------------- the stream

@@ -17,7 +17,8 @@ price = { input = 3.0, output = 15.0 }  # USD per million tokens: the offline mo
 id = "read"                # names the step's random draw, so a draw never depends on another
 say = "Let me read calc.py."
 action = "read"            # harness-neutral: read (path), edit (path, old, new), write (path,
-path = "calc.py"           #   content), run (command); mapped onto the tools the request offers
+path = "calc.py"           #   content), run (command), load_skill (skill: its name, as a
+                           #   model loads a listed skill); mapped onto the tools offered
 chance = 1.0               # probability that the step happens (default 1)
 otherwise = { action = "edit", path = "calc.py", old = "a", new = "b" }  # instead, when it does not
 
@@ -190,6 +191,7 @@ class Policy:
 
 ACTION_ARGUMENTS = {"read": ("path",), "edit": ("path", "old", "new"), "write": ("path", "content")}
 ACTION_ARGUMENTS["run"] = ("command",)
+ACTION_ARGUMENTS["load_skill"] = ("skill",)
 
 
 def step_call(step: dict, conversation: Conversation) -> tuple[str, dict] | None:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from agentab.errors import AgentabError, problem
+from agentab.scenario.usage_names import USED_METRIC
 
 COMPARISONS = {
     "<=": operator.le,
@@ -53,6 +54,9 @@ def metric_value(record, metric: str):
     for source in (record.metrics, record.extra, record.builtin or {}):
         if metric in source:
             return source[metric]
+    used = (record.builtin or {}).get("bricks_used")
+    if metric.startswith(USED_METRIC) and isinstance(used, dict):
+        return used.get(metric.removeprefix(USED_METRIC))  # the use of a brick of its cell
     return None
 
 

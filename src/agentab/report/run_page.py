@@ -55,6 +55,10 @@ class RunView:
     faults: list[str]
     raw_files: list[str]  # relative to the run folder
     outcome: dict = field(default_factory=dict)
+    bricks_used: list[dict] = field(default_factory=list)  # builtin.brick_usage, per brick
+    # index in conversation.turns -> (its number among the assistant's turns, the bricks it
+    # used first): the page anchors every assistant turn and marks a brick's first use
+    turn_marks: dict[int, tuple[int, list[str]]] = field(default_factory=dict)
 
 
 def diff_css() -> str:
@@ -83,6 +87,8 @@ def run_view(results_dir: Path, entry: RunEntry, scenario) -> RunView:
         receipt=receipt_view(folder / RECEIPT_FILE),
         provenance=provenance_rows(record.provenance if record else run_provenance(run)),
         builtin=builtin_rows(record),
+        bricks_used=usage_records(record),
+        turn_marks=turn_marks(conversation, usage_records(record)),
         problems=list(record.problems) if record else [],
         faults=[fault_reason(fault) for fault in read_faults(folder)],
         raw_files=raw_files(folder),
@@ -90,11 +96,37 @@ def run_view(results_dir: Path, entry: RunEntry, scenario) -> RunView:
     )
 
 
+def usage_records(record) -> list[dict]:
+    """The run's per-brick use (`builtin.brick_usage`), as measures.json holds it."""
+    usage = ((record.builtin if record else None) or {}).get("brick_usage")
+    return [entry for entry in usage or [] if isinstance(entry, dict)]
+
+
+def turn_marks(conversation, usage: list[dict]) -> dict[int, tuple[int, list[str]]]:
+    """Each assistant turn's number (turns count the assistant's messages from 1, as
+    `first_turn` does) and the bricks first used in it."""
+    firsts: dict[int, list[str]] = {}
+    for entry in usage:
+        if entry.get("used") is True and isinstance(entry.get("first_turn"), int):
+            firsts.setdefault(entry["first_turn"], []).append(str(entry.get("brick")))
+    marks, number = {}, 0
+    for index, turn in enumerate(conversation.turns if conversation else []):
+        if turn.role == "assistant":
+            number += 1
+            marks[index] = (number, firsts.get(number, []))
+    return marks
+
+
 def builtin_rows(record) -> list[tuple[str, str]]:
-    """The built-in metrics as rows; `protected_edits` names the protected paths it counts."""
+    """The built-in metrics as rows; `protected_edits` names the protected paths it counts.
+    The per-brick use has a table of its own."""
     rows = []
     for name, value in ((record.builtin if record else None) or {}).items():
+        if name == "brick_usage":
+            continue
         shown = "" if value is None else str(value)
+        if isinstance(value, dict | list):
+            shown = json.dumps(value, ensure_ascii=False)
         if name == "protected_edits" and record.protected_files:
             shown += f" ({', '.join(record.protected_files)}: given back as tagged to validators)"
         rows.append((name, shown))

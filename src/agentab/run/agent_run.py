@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -85,6 +85,8 @@ class AgentRun:
     outcome: Outcome
     started: str
     limits: dict  # declared, how each is enforced, which the run reached
+    # brick rel -> every path the agent could read it at (inside its sandbox, when confined)
+    bricks_seen_at: dict[str, list[str]] = field(default_factory=dict)
 
 
 def offline_seed(scenario: str, slug: str, rep: int) -> int:
@@ -198,6 +200,7 @@ def _run_prepared(
     if spec.scratch.exists():
         shutil.rmtree(spec.scratch)  # a retry never inherits a used config dir or HOME
     invocation = harness.prepare(spec, installation)
+    seen_at = bricks_seen_at(spec.bricks, invocation, sandbox.view if sandbox else None)
     if sandbox is not None:
         invocation = seen_from_inside(invocation, sandbox.view)
         harness.confined_at(Path(sandbox.view.cwd))
@@ -241,7 +244,21 @@ def _run_prepared(
         },
         "reached": reached,
     }
-    return AgentRun(invocation, process, facts, outcome, started, limits_record)
+    return AgentRun(invocation, process, facts, outcome, started, limits_record, seen_at)
+
+
+def bricks_seen_at(bricks, invocation: Invocation, view: View | None) -> dict[str, list[str]]:
+    """Where the agent could read each brick: the run's copy, and wherever the harness copied
+    it (a skill in its config dir), as the sandbox shows them. A read of a brick's file is
+    recognised by these paths (`agentab.synthesis.usage`)."""
+    inside = view.inside if view is not None else str
+    return {
+        brick.rel: [
+            inside(str(path))
+            for path in [Path(brick.path), *invocation.brick_copies.get(brick.rel, [])]
+        ]
+        for brick in bricks
+    }
 
 
 def seen_from_inside(invocation: Invocation, view: View) -> Invocation:

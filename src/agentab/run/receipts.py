@@ -244,22 +244,15 @@ def brick_entry(brick, harness, first: Request | None, turns: list[Request]) -> 
         return entry | {"delivered": found, "evidence": evidence}
     builtin = getattr(harness, "builtin_tools", None)
     if builtin is not None:
-        return entry | tools_entry(brick, set(first.tools) - set(builtin), first.seq)
+        declared = harness.extension_tools(Path(brick.path)).names
+        return entry | tools_entry(declared, set(first.tools) - set(builtin), first.seq)
     return entry | {"delivered": None, "evidence": f"{harness.name} keeps no record of loading it"}
 
 
-# A tool an extension declares: `registerTool({ name: "brick_probe", … })`, or the same with
-# the object wrapped in a helper (`registerTool(defineTool({ name: … }))`), as pi's API has it.
-DECLARED_TOOL = re.compile(
-    r"""registerTool\s*\(\s*(?:[\w.]+\s*\(\s*)?\{[^{}]*?\bname\s*:\s*["']([\w.-]+)["']"""
-)
-
-
-def tools_entry(brick, extra: set[str], seq: int) -> dict:
-    """An extension is proven by the tools it declares: offered, it was loaded; declared and not
-    offered, it was dropped (whatever another brick of the cell added). One that declares no
-    tool the request offers cannot be proven either way."""
-    declared = set(DECLARED_TOOL.findall(brick_source(Path(brick.path))))
+def tools_entry(declared: frozenset[str], extra: set[str], seq: int) -> dict:
+    """An extension is proven by the tools it declares (`Harness.extension_tools`): offered,
+    it was loaded; declared and not offered, it was dropped (whatever another brick of the
+    cell added). One that declares no tool the request offers cannot be proven either way."""
     mine = sorted(declared & extra)
     if mine:
         return {
@@ -276,20 +269,6 @@ def tools_entry(brick, extra: set[str], seq: int) -> dict:
         "delivered": None,
         "evidence": "it declares no tool the request offers: a brick that adds none cannot be proven",
     }
-
-
-def brick_source(path: Path, limit: int = 1_000_000) -> str:
-    """The text of a brick file, or of the files of a brick folder, up to `limit` characters."""
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    text = ""
-    for file in files:
-        try:
-            text += file.read_text(encoding="utf-8", errors="replace")[: limit - len(text)]
-        except OSError:
-            continue
-        if len(text) >= limit:
-            break
-    return text
 
 
 def fingerprint(turns: list[Request], clone: Path | None) -> str | None:
@@ -348,6 +327,8 @@ def receipt_summary(receipt: dict | None) -> dict | None:
         "thinking_sent": receipt["thinking"].get("sent"),
         "thinking_applied": receipt["thinking"].get("applied"),
         "unproven": [b["rel"] for b in receipt["bricks"] if b["delivered"] is None],
+        # brick rel -> delivered (true, false, or null: cannot be proven on this harness)
+        "bricks": {b["rel"]: b["delivered"] for b in receipt["bricks"]},
         "fingerprint": receipt.get("fingerprint"),
         "problems": list(receipt["problems"]),
     }

@@ -53,6 +53,7 @@ def run_record(
                 "rel": brick.rel,
                 "sha256": brick.sha256,
                 "passed_as": run.invocation.passed_as.get(brick.rel, ""),
+                "seen_at": run.bricks_seen_at.get(brick.rel, []),
             }
             for brick in cell.bricks
         ],

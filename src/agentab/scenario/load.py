@@ -34,6 +34,7 @@ from agentab.scenario.rules import (
 from agentab.scenario.source import Collector, read_toml, schema_problems
 from agentab.scenario.tasks import aa_cell, check_deltas_leave_the_task, read_tasks, run_cells
 from agentab.scenario.types import AgentConfig, Etalon, Scenario, ValidatorSpec
+from agentab.scenario.usage_names import check_usage_metrics
 from agentab.scenario.validation import check_validators
 
 
@@ -143,6 +144,7 @@ def _load(path: Path, check_etalon: bool, check_bricks: bool, check_schema: bool
         check_offline_policies(data, cells, sc_dir, sink)
         check_budget(data, cells, sink)
         check_limits_declared(data, sink)
+        check_usage_metrics(data["validation"]["metrics"], cells, sink)
     reference = pick_reference(data, cells, sink)
     if data["protocol"].get("aa") and cells and not sink.problems:
         copy = aa_cell(cells, reference, sink)

@@ -12,6 +12,8 @@ import json
 import re
 from pathlib import Path
 
+from agentab.synthesis.usage import run_brick_usage, usage_metrics
+
 BUILTIN_METRICS = (
     "turns",
     "tool_calls",
@@ -21,6 +23,8 @@ BUILTIN_METRICS = (
     "cost_usd",
     "duration_s",
     "protected_edits",
+    "bricks_used",
+    "brick_calls",
 )
 
 # How harnesses write a command's exit status into a tool's result: pi "Command exited with code
@@ -32,14 +36,21 @@ EXIT_STATUS = re.compile(r"(?:exited with code|exit code:?|exit status:?)\s*(-?\
 FAILED_CALLS_WARNING = 0.5
 
 
-def builtin_metrics(run: dict, transcript: Path, protected: list[str] | None = None) -> dict:
+def builtin_metrics(
+    run: dict, transcript: Path, protected: list[str] | None = None, bricks: Path | None = None
+) -> dict:
     """The built-in metrics of one run; a metric the files do not tell is null.
     `protected`: the protected paths its patch changed, added or removed (`protected_paths`),
-    counted as `protected_edits` (docs/validators.md, "Reward hacking")."""
+    counted as `protected_edits` (docs/validators.md, "Reward hacking"). `bricks`: the results
+    folder's frozen bricks, with which the use of each brick of the run is read
+    (`synthesis.usage`): `brick_usage` per brick, `bricks_used` and `brick_calls` per name."""
     facts = run.get("facts") or {}
     tokens = facts.get("tokens") or {}
     calls, errors = tool_call_counts(transcript)
+    usage = run_brick_usage(run, transcript, bricks) if bricks is not None else []
     return {
+        **usage_metrics(usage),
+        "brick_usage": usage,
         "protected_edits": len(protected or []),
         "turns": facts.get("turns"),
         "tool_calls": calls,

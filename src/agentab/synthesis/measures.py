@@ -23,6 +23,7 @@ from agentab.synthesis.integrity import (
     relative_name,
     unsealed_contents,
 )
+from agentab.synthesis.usage import builtin_value
 
 SCHEMA_VERSION = 1
 ANSWERS_SUFFIX = ".answers.json"
@@ -149,9 +150,9 @@ def build_measures(
             )
         elif metric in returned:
             measures["metrics"][metric] = returned[metric]
-        elif builtin.get(metric) is not None:
-            measures["metrics"][metric] = builtin[metric]
-        elif metric in builtin:
+        elif (found := builtin_value(builtin, metric))[0] is not None:
+            measures["metrics"][metric] = found[0]
+        elif found[1]:
             measures["problems"].append(f"the run's files do not tell the built-in `{metric}`")
         elif metric in fills:
             measures["pending"].append(metric)
@@ -193,7 +194,7 @@ def measure_run(
     # The transcript is written with run.json, which is written last: it is there when it is.
     folder = RunFolder(Path(record).parent)
     protected = protected_paths(run, scenario.protect, folder.patch)
-    builtin = builtin_metrics(run, folder.transcript, protected)
+    builtin = builtin_metrics(run, folder.transcript, protected, folder.results.bricks)
     measures = build_measures(scenario, cell, rep, run, by_validator, form_answers, builtin)
     measures["protected_files"] = protected
     secret = read_secret(folder.results.path)

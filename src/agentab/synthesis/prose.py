@@ -10,6 +10,7 @@ from collections import Counter, defaultdict
 
 from agentab.metrics import DIAGNOSTIC, RATE, Aggregate
 from agentab.synthesis import stats
+from agentab.synthesis.brick_use import brick_use_rows, brick_use_warnings
 from agentab.synthesis.calibration import aa_warnings, calibration_summary
 from agentab.synthesis.environment import environment_warnings
 from agentab.synthesis.protected import protected_edit_warnings
@@ -208,7 +209,7 @@ def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
             prints[run.cell].add(receipt["fingerprint"])
     warnings = aa_warnings(result, describe_gap_figures)
     warnings += unconfined_warning(result) + environment_warnings(result, scenario)
-    warnings += protected_edit_warnings(result, scenario)
+    warnings += protected_edit_warnings(result, scenario) + brick_use_warnings(result, scenario)
     warnings += [
         f"`{cell.name}`: {undelivered[cell.name]} run{'s' * (undelivered[cell.name] != 1)} "
         "whose treatment did not reach the model (invalid: `treatment-not-delivered`)"
@@ -282,6 +283,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
     return {
         "limits": limits_line(result, scenario),
         "warnings": treatment_warnings(result, scenario),
+        "bricks": brick_use_rows(result, scenario),
         "scenario": scenario,
         "stats": stats,
         "holm_level": HOLM_LEVEL,

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from agentab.errors import AgentabError, problem
 from agentab.harnesses.base import (
+    DeclaredTools,
     HarnessFault,
     Installation,
     Invocation,
@@ -177,7 +178,33 @@ class ClaudeCodeHarness(NpmHarness):
             files=files,
             passed_as=passed_as,
             secret_env=frozenset(secret),
+            brick_copies=skill_copies(spec.bricks, spec.scratch),
         )
+
+    # ------------------------------------------------------------------------ brick use
+
+    def skill_tool_loads(self, call: dict, result: dict | None) -> tuple[str, ...]:
+        """Its `Skill` tool, `{"skill": …}`: measured, the front matter's name, `plugin:name`
+        and `plugin:folder` all load a skill of our plugin (the folder alone is refused as an
+        unknown skill); the result says "Launching skill: …", and the skill's text follows as a
+        user message "Base directory for this skill: <its folder>". A refused call is none."""
+        if call.get("tool") != "Skill" or (result or {}).get("is_error"):
+            return ()
+        skill = (call.get("input") or {}).get("skill")
+        return (skill.lstrip("/").rsplit(":", 1)[-1],) if isinstance(skill, str) else ()
+
+    def agents_called(self, call: dict) -> tuple[str, ...]:
+        """Its `Agent` tool (`Task` in older versions) with `subagent_type`: measured."""
+        if call.get("tool") not in ("Agent", "Task"):
+            return ()
+        kind = (call.get("input") or {}).get("subagent_type")
+        return (kind,) if isinstance(kind, str) else ()
+
+    def extension_tools(self, path: Path) -> DeclaredTools:
+        """An MCP server's tools are named `mcp__<server>__<tool>` (measured with an MCP config
+        file); a plugin's servers `mcp__plugin_<plugin>_<server>__<tool>` (Claude Code's naming;
+        not measured: the probe's plugin server never started, `--strict-mcp-config` likely)."""
+        return DeclaredTools(prefixes=frozenset(mcp_prefixes(Path(path))))
 
     def check_cell(self, model: str, thinking: str, bricks) -> None:
         """Raise the AgentabError `prepare` would raise for this model, level and bricks: for a
@@ -286,6 +313,42 @@ def brick_arguments(bricks, scratch: Path, files: dict) -> tuple[list[str], dict
         files[plugin / ".claude-plugin" / "plugin.json"] = json.dumps({"name": PLUGIN_NAME})
         argv += ["--plugin-dir", str(plugin)]
     return argv, passed_as
+
+
+def skill_copies(bricks, scratch: Path) -> dict[str, list[Path]]:
+    """Where each skill is read from besides its own path: its copy in our plugin folder."""
+    plugin_skills = scratch / "plugin" / "skills"
+    return {
+        brick.rel: [plugin_skills / skill_folder_name(Path(brick.path).absolute())]
+        for brick in bricks
+        if brick.kind == "skills"
+    }
+
+
+def mcp_prefixes(path: Path) -> list[str]:
+    """The tool-name prefix of every MCP server an extension (an MCP config file, or a plugin
+    folder's `.mcp.json` and `plugin.json`) declares."""
+    if path.is_file():
+        return [f"mcp__{server}__" for server in mcp_servers(path)]
+    plugin = json_object(path / ".claude-plugin" / "plugin.json")
+    name = str(plugin.get("name") or path.name)
+    servers = mcp_servers(path / ".mcp.json") + list(dict_of(plugin.get("mcpServers")))
+    return [f"mcp__plugin_{name}_{server}__" for server in servers]
+
+
+def mcp_servers(path: Path) -> list[str]:
+    return list(dict_of(json_object(path).get("mcpServers")))
+
+
+def json_object(path: Path) -> dict:
+    try:
+        return dict_of(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return {}
+
+
+def dict_of(value) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def skill_folder_name(path: Path) -> str:

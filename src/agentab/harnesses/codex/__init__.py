@@ -44,6 +44,7 @@ from pathlib import Path
 
 from agentab.errors import AgentabError, problem
 from agentab.harnesses.base import (
+    Harness,
     HarnessFault,
     Installation,
     Invocation,
@@ -116,6 +117,14 @@ class CodexHarness(NpmHarness):
         "discovered, and are switched off for isolation)"
     }
 
+    # Why the use of these kinds cannot be told from a run (the rest: agentab.harnesses.base).
+    unobservable_use = {
+        **Harness.unobservable_use,
+        "agents": "Codex runs a role through `spawn_agent` of its `multi_agent_v1` tool "
+        "namespace, which the offline model cannot call: how its stream shows one was not "
+        "measured, so a role's use is not read",
+    }
+
     def __init__(self) -> None:
         self.clone: Path | None = None  # the last prepared run's cwd, made relative in transcripts
 
@@ -167,6 +176,7 @@ class CodexHarness(NpmHarness):
             files=files,
             passed_as=passed_as,
             secret_env=frozenset({key_variable} if key_variable else ()),
+            brick_copies=skill_copies(spec.bricks, codex_home),
         )
 
     def read_stream(self, path: Path) -> StreamFacts:
@@ -311,6 +321,19 @@ def pass_brick(brick, codex_home: Path, files: dict, config: dict, instructions:
     role = re.sub(r"[^A-Za-z0-9_-]+", "_", path.stem)  # an agent, as brick_refusal allows
     config[f"agents.{role}"] = toml_value({"config_file": str(path)})
     return f"agents.{role}.config_file = {path}"
+
+
+def skill_copies(bricks, codex_home: Path) -> dict[str, list[Path]]:
+    """Where Codex reads each skill: its copy in `$CODEX_HOME/skills/` (`pass_brick`), the
+    path its skills list gives the model (measured: `r0/<folder>/SKILL.md`, `r0` the root)."""
+    copies = {}
+    for brick in bricks:
+        if brick.kind == "skills":
+            path = Path(brick.path).absolute()
+            copies[brick.rel] = [
+                codex_home / "skills" / (path if path.is_dir() else path.parent).name
+            ]
+    return copies
 
 
 def brick_text(brick, path: Path) -> str:

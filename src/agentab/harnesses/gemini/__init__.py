@@ -53,6 +53,7 @@ from pathlib import Path
 
 from agentab.errors import AgentabError, problem
 from agentab.harnesses.base import (
+    DeclaredTools,
     HarnessFault,
     Invocation,
     Outcome,
@@ -150,6 +151,27 @@ class GeminiHarness(NpmHarness):
             passed_as=passed_as,
             secret_env=frozenset(secret),
         )
+
+    # ------------------------------------------------------------------------ brick use
+
+    def agents_called(self, call: dict) -> tuple[str, ...]:
+        """Its `invoke_agent` tool, `{"agent_name": …, "prompt": …}` (measured)."""
+        if call.get("tool") != "invoke_agent":
+            return ()
+        name = (call.get("input") or {}).get("agent_name")
+        return (name,) if isinstance(name, str) else ()
+
+    def extension_tools(self, path: Path) -> DeclaredTools:
+        """An extension's MCP servers (`mcpServers` of its gemini-extension.json): measured,
+        server `zq`'s tool `zq_lookup` is offered and called as `mcp_zq_zq_lookup`. An
+        extension that declares none (a context file, commands) adds no tool to call."""
+        try:
+            manifest = json.loads((Path(path) / "gemini-extension.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            return DeclaredTools()
+        servers = manifest.get("mcpServers") if isinstance(manifest, dict) else None
+        servers = servers if isinstance(servers, dict) else {}
+        return DeclaredTools(prefixes=frozenset(f"mcp_{server}_" for server in servers))
 
     def read_stream(self, path: Path) -> StreamFacts:
         return read_gemini_stream(Path(path))

@@ -35,3 +35,17 @@ def absolute(path: str, conversation) -> str:
     if PurePosixPath(path).is_absolute() or not found:
         return path
     return str(PurePosixPath(found.group(1)) / path)
+
+
+# A skill in the listing of Claude Code's role-`system` message (measured):
+# `- agentab-bricks:zqskill (agentab-bricks:zq-skill): <description>`, or `- name: <description>`.
+LISTED_SKILL = re.compile(r"^- ([\w.:-]+)(?: \(([\w.:-]+)\))?: ", re.MULTILINE)
+
+
+def load_skill(name: str, conversation) -> tuple[str, dict] | None:
+    """Its `Skill` tool with the skill's first name in the listing, as a model copies it."""
+    for found in LISTED_SKILL.finditer(conversation.system):
+        names = [n for n in found.groups() if n]
+        if any(n == name or n.endswith(f":{name}") for n in names):
+            return "Skill", {"skill": names[0]}
+    return None

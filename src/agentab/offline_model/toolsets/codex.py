@@ -17,6 +17,7 @@ Codex intercepts and applies itself. So, as a Codex model would:
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from agentab.offline_model.wire.openai_responses import CUSTOM_TOOL
@@ -83,3 +84,19 @@ def update_patch(path: str, old_lines: list[str], new_lines: list[str]) -> str:
 def add_patch(path: str, content: str) -> str:
     body = [f"+{line}" for line in content.removesuffix("\n").split("\n")]
     return "\n".join(["*** Begin Patch", f"*** Add File: {path}", *body, "*** End Patch"])
+
+
+# Codex lists a skill as `- name: description (file: r0/folder/SKILL.md)` under a table of
+# roots, "- `r0` = `/path`" (measured on 0.171): the model reads the file in its shell.
+LISTED_SKILL = r"^- {name}: .*\(file: (\w+)/(\S+)\)\s*$"
+SKILL_ROOT = r"^- `{root}` = `([^`]+)`"
+
+
+def load_skill(name: str, conversation) -> tuple[str, dict] | None:
+    listed = re.search(LISTED_SKILL.format(name=re.escape(name)), conversation.system, re.M)
+    if not listed:
+        return None
+    root = re.search(SKILL_ROOT.format(root=re.escape(listed.group(1))), conversation.system, re.M)
+    if not root:
+        return None
+    return call("read", {"path": f"{root.group(1)}/{listed.group(2)}"}, conversation)

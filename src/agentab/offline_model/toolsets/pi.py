@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 TOOLS = {"read", "edit", "write", "bash"}
 
 
@@ -20,3 +22,15 @@ def call(action: str, args: dict, conversation) -> tuple[str, dict] | None:
     if action == "run":
         return "bash", {"command": args["command"]}
     return None
+
+
+def load_skill(name: str, conversation) -> tuple[str, dict] | None:
+    """pi lists a skill as `<name>…</name><description>…</description><location>…</location>`
+    and tells the model to load it with `read` (measured): a read of that location."""
+    listed = re.search(
+        rf"<name>{re.escape(name)}</name>\s*<description>.*?</description>\s*"
+        r"<location>(.*?)</location>",
+        conversation.system,
+        re.DOTALL,
+    )
+    return call("read", {"path": listed.group(1).strip()}, conversation) if listed else None
