@@ -59,7 +59,7 @@ def git_attacks(marker: Path, host_folder: Path) -> list[dict]:
         run_step(
             "stream",
             # printf builds the line: the command's own text never holds the marker.
-            "for p in /proc/[0-9]*; do printf '{\"type\": \"zq%s\"}\\n' forged "
+            'for p in /proc/[0-9]*; do printf \'{"type": "zq%s"}\\n\' forged '
             "> $p/fd/1 2>/dev/null; done; true",
         ),
     ]
