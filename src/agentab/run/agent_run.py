@@ -15,13 +15,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentab import etalon as etalon_module
+from agentab.budget.costs import run_cost, stated_usage
 from agentab.confinement.bwrap import BWRAP, NONE, View
 from agentab.confinement.endpoint import ENDPOINT_URL, Sandbox
 from agentab.confinement.limits import Limits, RunLimits, cgroup_place, limit_reason
 from agentab.confinement.views import agent_view
 from agentab.errors import AgentabError, low_on_space, problem
 from agentab.etalon import PatchResult, TreeGit
-from agentab.files import results_secret, write_json, write_jsonl, write_sealed_json
+from agentab.files import (
+    folder_file_hashes,
+    results_secret,
+    write_json,
+    write_jsonl,
+    write_sealed_json,
+)
 from agentab.harnesses import get_harness
 from agentab.harnesses.base import (
     BrickFile,
@@ -37,12 +44,11 @@ from agentab.layout import RunFolder
 from agentab.offline_model import serve
 from agentab.offline_model.policy import load_policy
 from agentab.prices import table_price
-from agentab.run.costs import run_cost
 from agentab.run.credentials import read_api_key
 from agentab.run.frozen_bricks import run_copies
 from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_process
-from agentab.run.receipts import build_receipt, receipt_summary, stated_usage
-from agentab.run.record import keep_environment, record_fault, run_file_hashes, run_record
+from agentab.run.receipts import build_receipt, receipt_summary
+from agentab.run.record import keep_environment, record_fault, run_record
 from agentab.run.recording_proxy import (
     PLACEHOLDER_KEY,
     endpoint_for,
@@ -334,7 +340,7 @@ def perform_run(
     if scenario.etalon.setup:
         record["setup"] = setup.as_dict()
     # What the run left, by content: a file changed after it ended is then told apart.
-    record["files"] = run_file_hashes(files.folder, exclude={files.record.name})
+    record["files"] = folder_file_hashes(files.folder, exclude={files.record.name})
     secret = results_secret(RunFolder(files.folder).results.secret)
     # Last: its presence means the run has an outcome.
     write_sealed_json(record, files.record, secret)

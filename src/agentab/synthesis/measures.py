@@ -12,9 +12,9 @@ import hashlib
 import json
 from pathlib import Path
 
+from agentab.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.files import write_json, write_sealed_json
 from agentab.layout import RunFolder, run_id
-from agentab.run.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.scenario import Cell, Scenario
 from agentab.synthesis.builtin import builtin_metrics, protected_paths
 from agentab.synthesis.integrity import (

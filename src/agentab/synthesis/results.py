@@ -12,10 +12,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentab.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.errors import AgentabError, problem
 from agentab.files import seal_holds
 from agentab.layout import ResultsFolder, RunFolder, run_id, task_run_slug
-from agentab.run.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.synthesis.integrity import changed_problem, read_secret
 
 STATUSES = ("valid", "invalid", "failed")

@@ -14,9 +14,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentab.budget import NOT_STARTED
 from agentab.etalon import checkout_with_patch
 from agentab.files import results_secret, write_sealed_json
-from agentab.run.budget import NOT_STARTED
 from agentab.run.process import end_stale_twin
 from agentab.run.setup import run_setup
 from agentab.validators import JudgeSettings, invalid_output, prepare_job

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from agentab.run.budget import NOT_STARTED, read_ledger, usd
+from agentab.budget import NOT_STARTED, read_ledger, usd
 from agentab.workflow.storage import storage_problem
 
 OFFLINE_PROVIDER = "offline"

@@ -19,15 +19,15 @@ from functools import cached_property
 from pathlib import Path
 
 import agentab
+from agentab.budget import NOT_STARTED
+from agentab.budget.on_start import budget_summary
 from agentab.confinement.bwrap import BWRAP, require_sandbox
 from agentab.errors import AgentabError, problem
 from agentab.harnesses import module_name
 from agentab.layout import Layout, rep_folder
-from agentab.run.budget import NOT_STARTED
 from agentab.run.recording_proxy import endpoint_for
 from agentab.scenario import Scenario, content_sha256, load_scenario
 from agentab.validators import CONFIG_KEYS, validator_timeout_s
-from agentab.workflow.budget import budget_summary
 
 # The package files that decide the synthesis: editing one reruns only the synthesis.
 SYNTHESIS_CODE = (
