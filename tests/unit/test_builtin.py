@@ -13,6 +13,7 @@ import pytest
 from agentab.scenario import load_scenario
 from agentab.synthesis.builtin import builtin_metrics, protected_paths, tool_call_counts
 from agentab.synthesis.environment import differing_environments, failed_calls_warnings
+from agentab.synthesis.tool_failures import failed_calls
 from agentab.synthesis.measures import build_measures
 from agentab.validators import validator_output
 from tests.unit.test_measures import RUN, SCENARIO
@@ -115,9 +116,38 @@ def test_the_synthesis_warns_where_most_tool_calls_failed():
         return SimpleNamespace(cell=cell, builtin={"tool_calls": calls, "tool_errors": errors})
 
     cells = [SimpleNamespace(name="broken"), SimpleNamespace(name="fine")]
-    result = SimpleNamespace(runs=[run("broken", 4, 3), run("broken", 2, 1), run("fine", 4, 2)])
+    result = SimpleNamespace(runs=[run("broken", 4, 3), run("broken", 2, 1), run("fine", 4, 1)])
     warnings = failed_calls_warnings(result, SimpleNamespace(cells=cells))
     assert len(warnings) == 1 and warnings[0].startswith("`broken`: 4 of its 6 tool calls failed")
+
+
+def test_the_warning_fires_at_exactly_half_and_names_what_failed_most(tmp_path):
+    # Without setup, every test command failed and every read worked: half of the calls.
+    calls = [(False, "Command exited with code 127")] * 3 + [(False, "Exit code 0")]
+    path = transcript(tmp_path, calls)
+    lines = path.read_text().splitlines()
+    commands = ["python3 -m pytest -q", "python3 -m pytest -q", "pytest", "ls"]
+    for index, command in enumerate(commands):
+        lines[1 + 2 * index] = lines[1 + 2 * index].replace(
+            '"command": "x"', f'"command": "{command}"'
+        )
+    path.write_text("\n".join(lines) + "\n")
+    assert failed_calls(path) == {"python3 -m pytest -q": 2, "pytest": 1}
+
+    def run(failed, calls, errors):
+        builtin = {"tool_calls": calls, "tool_errors": errors}
+        return SimpleNamespace(cell="no setup", builtin=builtin, failed_calls=failed)
+
+    runs = [run(failed_calls(path), 6, 3), run({"read `x`.py": 1}, 2, 1)]
+    (warning,) = failed_calls_warnings(
+        SimpleNamespace(runs=runs), SimpleNamespace(cells=[SimpleNamespace(name="no setup")])
+    )
+    assert warning.startswith(
+        "`no setup`: 4 of its 8 tool calls failed (built-in `tool_errors`): half"
+    )
+    assert warning.endswith(
+        "what failed most: `python3 -m pytest -q` (2), `pytest` (1), `read 'x'.py` (1)"
+    )
 
 
 def test_runs_that_got_different_environments_are_named():

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from agentab.synthesis.builtin import FAILED_CALLS_WARNING
+from agentab.synthesis.tool_failures import most_failed
 from agentab.synthesis.verdicts import SynthesisResult
 
 SHOWN_RUNS = 3
@@ -21,10 +22,12 @@ def environment_warnings(result: SynthesisResult, scenario) -> list[str]:
 
 
 def failed_calls_warnings(result: SynthesisResult, scenario) -> list[str]:
-    """Cells where more than half of the tool calls failed (built-in `tool_errors`): the agent
-    spent its run on an environment it could not use, whatever the cell's treatment."""
+    """Cells where half of the tool calls or more failed (built-in `tool_errors`): the agent
+    spent its run on an environment it could not use, whatever the cell's treatment. Exactly
+    half counts: a run where every test command failed and every read succeeded is one."""
     calls: Counter = Counter()
     errors: Counter = Counter()
+    runs_of: dict[str, list] = {}
     for run in result.runs:
         builtin = run.builtin or {}
         if isinstance(builtin.get("tool_calls"), int) and isinstance(
@@ -32,14 +35,25 @@ def failed_calls_warnings(result: SynthesisResult, scenario) -> list[str]:
         ):
             calls[run.cell] += builtin["tool_calls"]
             errors[run.cell] += builtin["tool_errors"]
+            runs_of.setdefault(run.cell, []).append(run)
     return [
         f"`{cell.name}`: {errors[cell.name]} of its {calls[cell.name]} tool calls failed "
-        "(built-in `tool_errors`): more than half, so the environment the agent worked in, not "
-        "its treatment, may be what is measured (a missing interpreter, test runner or "
-        "dependency)"
+        f"(built-in `tool_errors`): {share(errors[cell.name], calls[cell.name])}, so the "
+        "environment the agent worked in, not its treatment, may be what is measured (a missing "
+        "interpreter, test runner or dependency)" + failed_most(runs_of.get(cell.name, []))
         for cell in scenario.cells
-        if calls[cell.name] and errors[cell.name] > FAILED_CALLS_WARNING * calls[cell.name]
+        if calls[cell.name] and errors[cell.name] >= FAILED_CALLS_WARNING * calls[cell.name]
     ]
+
+
+def share(errors: int, calls: int) -> str:
+    return "half of them" if 2 * errors == calls else "more than half"
+
+
+def failed_most(runs) -> str:
+    """`; what failed most: `pytest -q` (6), `read setup.cfg` (2)`, when the runs kept it."""
+    named = most_failed(runs)
+    return f"; what failed most: {named}" if named else ""
 
 
 def differing_environments(result: SynthesisResult) -> list[str]:

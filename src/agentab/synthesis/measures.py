@@ -23,6 +23,7 @@ from agentab.synthesis.integrity import (
     relative_name,
     unsealed_contents,
 )
+from agentab.synthesis.tool_failures import failed_calls
 
 SCHEMA_VERSION = 1
 ANSWERS_SUFFIX = ".answers.json"
@@ -195,6 +196,7 @@ def measure_run(
     builtin = builtin_metrics(run, folder.transcript, protected)
     measures = build_measures(scenario, cell, rep, run, by_validator, form_answers, builtin)
     measures["protected_files"] = protected
+    measures["failed_calls"] = failed_calls(folder.transcript)  # what `tool_errors` counted
     secret = read_secret(folder.results.path)
     if secret is None:  # a folder made by hand, without agentab's secret: nothing is sealed
         write_json(measures, out)

@@ -42,6 +42,7 @@ class RunRecord:
     builtin: dict | None = None  # the built-in run metrics (synthesis.builtin), when kept
     protected_files: list | None = None  # the protected paths its patch touched
     task: str = ""  # its task, in a scenario with [tasks.*]
+    failed_calls: dict | None = None  # label -> how many such calls failed (tool_failures)
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,9 @@ def _read_run(
         if isinstance(data.get("protected_files"), list)
         else None,
         task=task,
+        failed_calls=data.get("failed_calls")
+        if isinstance(data.get("failed_calls"), dict)
+        else None,
     )
 
 
