@@ -237,6 +237,12 @@ class ResultsFolder:
         """A random secret of this results folder: opaque run ids are digests keyed on it."""
         return self.path / ".secret"
 
+    @property
+    def invocation(self) -> Path:
+        """The last `snakemake` command that ran jobs on this folder, where and for which
+        scenario file: the command `agentab redo` prints."""
+        return self.path / ".invocation.json"
+
 
 @dataclass(frozen=True)
 class Layout:

@@ -107,3 +107,23 @@ def test_a_failed_setup_is_a_fault_with_its_log_kept(tmp_path, pi_installation):
     faults = (run / "faults.jsonl").read_text()
     assert "the etalon's setup failed (exit status 3): zq-broken-setup" in faults
     assert not (run / "run.json").exists()
+
+
+def test_a_failed_setup_says_why_with_the_quiet_profile(tmp_path, pi_installation):
+    project = make_project(tmp_path / "project", pi_installation.root.parents[1], repetitions=1)
+    with_setup(project, ["echo zq-broken-setup; echo", "exit 3"], [])
+    result = snakemake(project, "--profile", "profiles/quiet", "--retries", "0")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    # One line per failed job (the demo's 4 cells), before the line that says what to do.
+    lines = output.splitlines()
+    said = [i for i, line in enumerate(lines) if line.startswith("agentab: results/demo/runs/")]
+    assert len(said) == 4, output[-3000:]
+    for index in said:
+        run = lines[index].split("/runs/", 1)[1].split("/logs/", 1)[0]
+        assert lines[index].startswith(
+            f"agentab: results/demo/runs/{run}/logs/run.log: fault (the job will be redone): the "
+            "etalon's setup failed (exit status 3): zq-broken-setup; its output is in "
+        ), lines[index]
+    assert said == list(range(said[0], said[0] + 4))
+    assert lines[said[-1] + 1].startswith("agentab: 4 jobs faulted or were stopped: run the same")

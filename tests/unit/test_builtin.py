@@ -13,8 +13,8 @@ import pytest
 from agentab.scenario import load_scenario
 from agentab.synthesis.builtin import builtin_metrics, protected_paths, tool_call_counts
 from agentab.synthesis.environment import differing_environments, failed_calls_warnings
-from agentab.synthesis.tool_failures import failed_calls
 from agentab.synthesis.measures import build_measures
+from agentab.synthesis.tool_failures import failed_calls
 from agentab.validators import validator_output
 from tests.unit.test_measures import RUN, SCENARIO
 

@@ -29,8 +29,9 @@ from agentab.synthesis.measures import run_id
 
 FAULTS_FILE = "faults.jsonl"
 RUN_STATUSES = ("valid", "invalid", "failed", "fault", "not-started", "missing", "unreadable")
-# Keys a faults.jsonl line may say its reason under, the most telling first.
-FAULT_REASON_KEYS = ("reason", "message", "problem", "error")
+# Keys a faults.jsonl line may say its reason under, the most telling first (`fault`: what
+# the run step writes, `run.record.record_fault`).
+FAULT_REASON_KEYS = ("fault", "reason", "message", "problem", "error")
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,13 @@ def read_faults(folder: Path) -> list[dict]:
 
 
 def fault_reason(fault: dict) -> str:
+    """The fault in words: its message, never the JSON line it was kept as."""
     for key in FAULT_REASON_KEYS:
         if fault.get(key):
             return " ".join(str(fault[key]).split())
-    return json.dumps(fault, ensure_ascii=False, sort_keys=True)
+    said = "; ".join(f"{key} {value}" for key, value in sorted(fault.items()) if key != "at")
+    return (
+        f"a fault with no reason recorded ({' '.join(said.split())})"
+        if said
+        else ("a fault with no reason recorded")
+    )

@@ -199,8 +199,11 @@ def path_entries(entries, root: str) -> list[str]:
 
 
 def last_lines(log: Path) -> str:
+    """The setup's last lines that say something, each on one line: what a person reads of
+    a failed setup in the job's message (its whole output is in the log)."""
     try:
-        lines = log.read_text(errors="replace").strip().splitlines()
+        lines = log.read_text(errors="replace").splitlines()
     except OSError:
         return "(no output)"
-    return " | ".join(lines[-SHOWN_LINES:]) or "(no output)"
+    said = [" ".join(line.split()) for line in lines if line.strip()]
+    return " | ".join(said[-SHOWN_LINES:]) or "(no output)"
