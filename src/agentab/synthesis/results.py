@@ -16,7 +16,7 @@ from agentab.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.errors import AgentabError, problem
 from agentab.files import seal_holds
 from agentab.layout import ResultsFolder, RunFolder, run_id, task_run_slug
-from agentab.synthesis.integrity import changed_problem, read_secret
+from agentab.synthesis.integrity import changed_problem, read_secret, with_run_changes
 
 STATUSES = ("valid", "invalid", "failed")
 # The layout's names of the parts, for the folder scan: with thousands of runs, a Path per
@@ -262,7 +262,11 @@ def read_all_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[Ba
         except _NoFile:
             continue
         present.add(relative)
-        (bad if isinstance(record, BadFile) else runs).append(record)
+        if isinstance(record, BadFile):
+            bad.append(record)
+            continue
+        # Every file of the run, as `agentab runs` checks it: both count the run alike.
+        runs.append(with_run_changes(record, Path(root, slug, rep), secret))
     runs.sort(key=lambda run: (order[run.cell], task_order.get(run.task, 0), run.rep))
     return runs, bad, present
 
