@@ -3,6 +3,7 @@ metric contract without a validator, and a warning when most tool calls failed."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import textwrap
 from pathlib import Path
@@ -150,14 +151,36 @@ def test_the_warning_fires_at_exactly_half_and_names_what_failed_most(tmp_path):
     )
 
 
-def test_runs_that_got_different_environments_are_named():
-    def run(name, digest):
-        return SimpleNamespace(run=name, provenance={"environment_sha256": digest})
+def test_runs_that_got_different_environments_are_named(tmp_path):
+    def run(name, lines):
+        digest = None
+        if lines is not None:
+            body = "\n".join(lines)
+            folder = tmp_path / "runs" / name
+            folder.mkdir(parents=True)
+            (folder / "environment.txt").write_text(body + "\n")
+            digest = hashlib.sha256(body.encode()).hexdigest()
+        cell = name.split("/")[0]
+        return SimpleNamespace(run=name, cell=cell, provenance={"environment_sha256": digest})
 
-    same = [run(f"ref/r{n:02d}", "a" * 64) for n in range(1, 5)]
-    result = SimpleNamespace(runs=[*same, run("rule/r02", "b" * 64), run("rule/r03", None)])
+    pinned = ["python 3.11.2 /workspace/.venv", "attrs==23.1.0", "pytest==8.3.4"]
+    moved = ["python 3.11.2 /workspace/.venv", "iniconfig==2.0.0", "pytest==8.3.5"]
+    same = [run(f"ref/r{n:02d}", pinned) for n in range(1, 5)]
+    result = SimpleNamespace(
+        results_dir=tmp_path, runs=[*same, run("rule/r02", moved), run("rule/r03", None)]
+    )
     (warning,) = differing_environments(result)
-    assert warning.startswith("the runs got 2 different environments from the same setup: 4 runs")
-    assert "`runs/rule/r02`" in warning and "r03" not in warning
-    assert differing_environments(SimpleNamespace(runs=same)) == []
+    assert warning.startswith(
+        "the runs got 2 different environments from the same setup: `rule` (`runs/rule/r02`) "
+        "got another one than the 4 runs of the most common: no `attrs` (the others have "
+        "`attrs==23.1.0`); `iniconfig==2.0.0`, which the others lack; `pytest==8.3.5` instead "
+        "of `pytest==8.3.4`; compare their `environment.txt`"
+    ), warning
+    assert "r03" not in warning
+    assert differing_environments(SimpleNamespace(runs=same, results_dir=tmp_path)) == []
     assert differing_environments(SimpleNamespace(runs=[run("x/r01", None)])) == []
+    # An environment.txt changed since its run: the difference is not made up from it.
+    (tmp_path / "runs" / "rule" / "r02" / "environment.txt").write_text("pytest==9\n")
+    (warning,) = differing_environments(result)
+    assert "an `environment.txt` that would tell how is missing or changed" in warning
+    assert "9" not in warning.split("most common")[1]
