@@ -22,9 +22,10 @@ import agentab
 from agentab.budget import NOT_STARTED
 from agentab.budget.on_start import budget_summary
 from agentab.confinement.bwrap import BWRAP, require_sandbox
-from agentab.errors import AgentabError, problem
+from agentab.errors import AgentabError, ScenarioError, problem
 from agentab.harnesses import module_name
 from agentab.layout import Layout, rep_folder
+from agentab.run.policy_check import policy_edit_problems
 from agentab.run.recording_proxy import endpoint_for
 from agentab.scenario import Scenario, content_sha256, load_scenario
 from agentab.validators import CONFIG_KEYS, validator_timeout_s
@@ -82,6 +83,7 @@ class Workflow:
         check_provider_endpoints(scenarios.values(), config.get("provider_endpoints") or {})
         require_sandbox(config.get("confinement") or BWRAP, config_file)
         state = Path(config["state"])
+        check_policy_edits(scenarios.values(), state / "mirrors")
         layout = Layout(
             results_root=Path(config["results"]),
             state=state,
@@ -288,6 +290,14 @@ def check_provider_endpoints(scenarios, endpoints: dict[str, str]) -> None:
         for cell in scenario.cells:
             if cell.agent.provider != "offline":
                 endpoint_for(cell.agent.provider, endpoints)
+
+
+def check_policy_edits(scenarios, mirrors: Path) -> None:
+    """Every offline policy's steps played on its tags' files: a step that would fail in every
+    run stops the workflow before anything runs, as `agentab check` refuses it."""
+    problems = [found for sc in scenarios for found in policy_edit_problems(sc, mirrors)]
+    if problems:
+        raise ScenarioError(problems)
 
 
 def measured_summary(workflow: Workflow) -> str:
