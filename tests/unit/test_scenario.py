@@ -602,9 +602,7 @@ def test_check_setup_runs_the_setup_once_and_says_what_it_made(scenario_dir: Pat
     err = capsys.readouterr().err
     assert re.search(r"setup      ran in [0-9.]+s; it made \.venv/", err), err
     assert re.search(r"environment pip==[0-9]", err), err
-    assert re.search(
-        r"setup      read the package-manager configuration files: (none|~/|/)", err
-    )
+    assert re.search(r"setup      read the package-manager configuration files: (none|~/|/)", err)
     assert not list((scenario_dir.parent / "state" / "work").iterdir())  # nothing left behind
 
 
