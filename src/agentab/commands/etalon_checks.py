@@ -92,11 +92,13 @@ def try_setup(scenario, state: Path) -> str:
     caller's package-manager configuration and the shared cache), and say how long it took,
     what it made and the environment it made."""
     from agentab.run.setup import run_setup
+    from agentab.run.workspace import claim
 
     if not scenario.etalon.setup:
         return "setup      none declared ([etalon] setup): nothing to try"
     folder = (state / "work").absolute() / secrets.token_hex(10)
     clone, cache = folder / "checkout", (state / "cache").absolute()
+    claim(folder)  # killed, its folder is removed at the workflow's next start
     try:
         etalon.fresh_clone(
             scenario.etalon.location, scenario.etalon.tag, clone, (state / "mirrors").absolute()
