@@ -6,6 +6,7 @@ folder or file name of its own. A path is built from parts joined as paths, neve
 ```
 results/<scenario>/                  ResultsFolder
   scenario.toml                      the scenario exactly as it was run
+  bricks/<hash>/ inputs/<hash>/      its bricks and other inputs, frozen
   synthesis.md cells.csv gaps.csv measures.csv gaps.svg
   report/                            the static HTML report
   forms/<v>.blank.toml <v>.toml <v>.material/
@@ -177,6 +178,12 @@ class ResultsFolder:
     def bricks(self) -> Path:
         """The frozen bricks: each one its runs were given, once, by its hash."""
         return self.path / "bricks"
+
+    @property
+    def inputs(self) -> Path:
+        """The other frozen inputs (offline policies, rubrics, schemas, a validator's own
+        files): each one its runs and validators used, once, by its hash."""
+        return self.path / "inputs"
 
     @property
     def budget_ledger(self) -> Path:

@@ -46,6 +46,7 @@ from agentab.offline_model.policy import load_policy
 from agentab.prices import table_price
 from agentab.run.credentials import read_api_key
 from agentab.run.frozen_bricks import run_copies
+from agentab.run.frozen_inputs import agent_inputs, frozen_copy
 from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_process
 from agentab.run.receipts import build_receipt, receipt_summary
 from agentab.run.record import keep_environment, record_fault, run_record
@@ -137,11 +138,6 @@ def adopt_attempt_log(log: Path, files: RunFiles) -> None:
     log.replace(files.model_requests)
     with contextlib.suppress(OSError):
         files.earlier_attempts.rmdir()  # only when no earlier attempt is kept there
-
-
-def offline_policy_source(scenario, model: str) -> str:
-    """A shipped policy by name, or a policy file named relative to the scenario."""
-    return str((scenario.dir / model).resolve()) if model.endswith(".toml") else model
 
 
 def ensure_fresh_clone(etalon, clone: Path, mirrors_dir: Path) -> str:
@@ -332,6 +328,7 @@ def perform_run(
     files.model_requests.touch()  # a declared output; empty when nothing was recorded
     write_json(receipt, files.receipt)
     record = run_record(scenario, cell, rep, harness, sha, run, made.seed, confinement)
+    record["inputs"] = [item.as_dict() for item in made.inputs]  # the policy it was served
     record["receipt"] = receipt_summary(receipt)
     record["cost"] = {"usd": run.facts.cost_usd, "how": made.cost_how}
     record["limits"] = run.limits
@@ -379,7 +376,8 @@ def run_in_workspace(scenario, cell, rep, files, space: Workspace, harness, inst
     )
     offline = cell.agent.provider == "offline"
     seed = offline_seed(scenario.name, cell.slug, rep) if offline else None
-    spec, price, policy = told_model(scenario, cell, spec)
+    inputs = agent_inputs(scenario, cell)
+    spec, price, policy = told_model(cell, spec, inputs, RunFolder(files.folder).results.inputs)
     # Every attempt, on the offline model or through the recording proxy, logs apart.
     attempt_log = new_attempt_log(files)
     if offline:
@@ -414,7 +412,7 @@ def run_in_workspace(scenario, cell, rep, files, space: Workspace, harness, inst
         if not low_on_space(files.folder):  # a full disk is no fault of the harness's
             record_fault(files.faults, fault)
         raise
-    return Made(run, receipt, setup, sha, seed, cost_how, patch, attempt_log)
+    return Made(run, receipt, setup, sha, seed, cost_how, patch, attempt_log, inputs)
 
 
 @dataclass(frozen=True)
@@ -429,14 +427,19 @@ class Made:
     cost_how: str
     patch: PatchResult
     request_log: Path
+    inputs: tuple  # what it used besides its bricks (`frozen_inputs.agent_inputs`)
 
 
-def told_model(scenario, cell, spec: RunSpec):
+def told_model(cell, spec: RunSpec, inputs: tuple, store: Path):
     """The spec with the model as the harness is told it, the model's price, and the offline
-    policy (None for a real provider)."""
+    policy (None for a real provider): the policy's frozen copy in `store`, checked against the
+    hash the scenario had when it was loaded, never the file in the scenario's folder."""
     if cell.agent.provider != "offline":
         return spec, table_price(cell.agent.model), None
-    policy = offline_policy_source(scenario, cell.agent.model)
+    (policy_input,) = inputs
+    # A policy file by its frozen copy (named as the file: its stem is the model's name); a
+    # shipped policy by its name.
+    policy = policy_input.rel if policy_input.shipped else str(frozen_copy(policy_input, store))
     # The model id the harness is told: the policy's name (a policy file names its model by its
     # stem), whether the model can reason, and what its tokens cost, as a real catalogue would.
     loaded = load_policy(policy)

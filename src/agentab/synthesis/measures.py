@@ -46,6 +46,7 @@ def provenance(run: dict) -> dict:
         "cost_usd": facts.get("cost_usd"),
         "confinement": (run.get("confinement") or {}).get("mode"),
         "environment_sha256": (run.get("setup") or {}).get("environment_sha256"),
+        "inputs": run.get("inputs") or [],  # the policy the run was served, by its hash
     }
 
 

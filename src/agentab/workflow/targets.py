@@ -25,9 +25,10 @@ from agentab.confinement.bwrap import BWRAP, require_sandbox
 from agentab.errors import AgentabError, ScenarioError, problem
 from agentab.harnesses import module_name
 from agentab.layout import Layout, rep_folder
+from agentab.run.frozen_inputs import agent_inputs, validator_files_param
 from agentab.run.policy_check import policy_edit_problems
 from agentab.run.recording_proxy import endpoint_for
-from agentab.scenario import Scenario, content_sha256, load_scenario
+from agentab.scenario import Scenario, load_scenario
 from agentab.validators import CONFIG_KEYS, validator_timeout_s
 
 # The package files that decide the synthesis: editing one reruns only the synthesis.
@@ -152,6 +153,7 @@ class Workflow:
                     "etalon": sc.etalon_for(c).as_param(),
                     **c.run_config(),
                     "limits": _limits_param(sc),
+                    **_policy_param(sc, c),
                 }
             )
             for name, sc in self.scenarios.items()
@@ -184,7 +186,7 @@ class Workflow:
         table = {}
         for name, sc in self.scenarios.items():
             for validator, spec in sc.validators.items():
-                files = {rel: _digest(sc.dir / rel) for rel in _validator_files(spec)}
+                files = validator_files_param(sc, spec)
                 decided = {"validator": spec.as_dict(), "files": files}
                 if sc.etalon.setup or sc.etalon.path:  # its checkout is set up too
                     decided["etalon"] = sc.etalon.as_param()
@@ -332,16 +334,11 @@ def _minutes_with_margin(seconds: float) -> int:
     return max(1, int(seconds // 60) + 5)
 
 
-def _validator_files(spec) -> list[str]:
-    if spec.mode == "script":
-        return [spec.options["run"][0]]
-    if spec.mode == "judge":
-        return [spec.options["rubric_file"], spec.options["schema_file"]]
-    return []
-
-
-def _digest(path: Path) -> str:
-    return content_sha256(path) if path.exists() else "(not a file: a command on PATH)"
+def _policy_param(scenario, cell) -> dict:
+    """The cell's offline policy file by its hash, when it has one: editing it reruns exactly
+    the runs it serves. A shipped policy is agentab's code: none (the params stay as they were)."""
+    found = [item for item in agent_inputs(scenario, cell) if not item.shipped]
+    return {"policy": found[0].as_dict()} if found else {}
 
 
 def state_signatures_once(rules) -> int:
