@@ -87,3 +87,20 @@ def test_a_validator_reads_its_files_from_a_view_of_the_frozen_copies(scenario, 
     ]
     assert (made / "validators" / "tests.py").stat().st_mode & 0o111  # still a program
     assert [p.name for p in made.iterdir()] == ["validators"]  # nothing else of the scenario
+
+
+def test_a_folder_of_another_validators_own_within_its_folder_is_not_its_input(scenario):
+    slow = scenario.dir / "validators" / "slow"
+    slow.mkdir()
+    (slow / "slow.py").write_text("print('{}')\n")
+    (slow / "slow.wake").write_text("")
+    text = (scenario.dir / "scenario.toml").read_text()
+    (scenario.dir / "scenario.toml").write_text(
+        text + '\n[validators.slow]\nmode = "script"\nrun = ["validators/slow/slow.py"]\n'
+    )
+    (slow / "slow.py").chmod(0o755)
+    loaded = load_scenario(scenario.dir / "scenario.toml", check_etalon=False)
+    tests = validator_files_param(loaded, loaded.validators["tests"])
+    assert sorted(tests) == ["validators/hidden.txt", "validators/tests.py"]
+    own = validator_files_param(loaded, loaded.validators["slow"])
+    assert sorted(own) == ["validators/slow/slow.py", "validators/slow/slow.wake"]

@@ -12,8 +12,9 @@ run.json (`inputs`), and each validator's output, names the hashes it used.
 
 A script validator's own files are the folder its script sits in (the script alone when it sits
 at the top of the scenario's folder): the folder its sandbox shows it (`validators/script.py`).
-Its jobs rerun when a file of that folder changes that is not another validator's script: the
-demo's three validators share `validators/` without one's edit rerunning the others.
+Its jobs rerun when a file of that folder changes that is not another validator's own (its
+script, or its folder within this one): the demo's three validators share `validators/` without
+one's edit rerunning the others.
 
 A policy shipped with agentab (`model = "demo"`) is agentab's code, like a harness adapter: it is
 named by its hash in run.json, and served from the package.
@@ -129,18 +130,29 @@ def validator_files_param(scenario, spec) -> dict[str, str]:
         if item.kind != "validator" or item.path.is_file():
             files[item.rel] = item.sha256
             continue
-        others = {
-            Path(scenario.dir, other.options["run"][0]).resolve()
-            for other in scenario.validators.values()
-            if other.mode == "script" and other.name != spec.name
-        }
+        others = other_validators_own(scenario, spec, item.path)
         for path in tree_files(item.path):
-            if path.resolve() not in others:
+            if not any(path.resolve() == own or own in path.resolve().parents for own in others):
                 rel = (Path(item.rel) / path.relative_to(item.path)).as_posix()
                 files[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     if spec.mode == "script" and not files:  # a program on PATH, such as `pytest`
         files[spec.options["run"][0]] = "(not a file: a command on PATH)"
     return files
+
+
+def other_validators_own(scenario, spec, folder: Path) -> set[Path]:
+    """What belongs to the other script validators in `folder`: their scripts, and the folders
+    of their own that lie within it (`validators/slow/` beside `validators/tests.py`)."""
+    own = set()
+    root = folder.resolve()
+    for other in scenario.validators.values():
+        if other.mode != "script" or other.name == spec.name:
+            continue
+        script = Path(scenario.dir, other.options["run"][0]).resolve()
+        own.add(script)
+        if script.parent != root and root in script.parents:
+            own.add(script.parent)
+    return own
 
 
 def scenario_inputs(scenario) -> list[FrozenInput]:
