@@ -15,6 +15,7 @@ from agentab.run.frozen_inputs import (
     agent_inputs,
     frozen_copy,
     inputs_view,
+    remember_inputs,
     scenario_inputs,
     validator_files_param,
     validator_inputs,
@@ -104,3 +105,15 @@ def test_a_folder_of_another_validators_own_within_its_folder_is_not_its_input(s
     assert sorted(tests) == ["validators/hidden.txt", "validators/tests.py"]
     own = validator_files_param(loaded, loaded.validators["slow"])
     assert sorted(own) == ["validators/slow/slow.py", "validators/slow/slow.wake"]
+
+
+def test_inputs_are_hashed_once_per_loaded_scenario_and_a_later_edit_is_refused(
+    scenario, tmp_path: Path
+) -> None:
+    # As the step server does before it forks any step: the hashes of the workflow's start.
+    remember_inputs(scenario)
+    (rubric, _, _) = validator_inputs(scenario, scenario.validators["on_task"])
+    (scenario.dir / "rubrics" / "on_task.md").write_text("edited while the workflow runs\n")
+    assert validator_inputs(scenario, scenario.validators["on_task"])[0] == rubric
+    with pytest.raises(HarnessFault, match="rubrics/on_task.md changed since"):
+        inputs_view([rubric], tmp_path / "inputs", tmp_path / "view")

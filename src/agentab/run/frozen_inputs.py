@@ -86,11 +86,31 @@ def policy_input(scenario, policy: str) -> FrozenInput:
     return FrozenInput("policy", policy, shipped, tree_sha256(shipped), shipped=True)
 
 
+def remembered(scenario, key: tuple, make):
+    """An input hashed once per loaded scenario: the step server loads the scenarios when the
+    workflow starts (`remember_inputs`), so its forks use the hashes of that moment, as they use
+    its bricks' (an edit made later is refused as a changed input, and the next invocation
+    reruns what it touches)."""
+    known = scenario.__dict__.setdefault("_frozen_inputs", {})
+    if key not in known:
+        known[key] = make()
+    return known[key]
+
+
+def remember_inputs(scenario) -> None:
+    """Hash every input of a loaded scenario now (the step server, before it forks a step)."""
+    for cell in scenario.run_cells:
+        agent_inputs(scenario, cell)
+    for spec in scenario.validators.values():
+        validator_inputs(scenario, spec)
+
+
 def agent_inputs(scenario, cell) -> tuple[FrozenInput, ...]:
     """What a cell's agent runs use besides their bricks: the offline model's policy."""
     if cell.agent.provider != "offline":
         return ()
-    return (policy_input(scenario, cell.agent.model),)
+    model = cell.agent.model
+    return remembered(scenario, ("policy", model), lambda: (policy_input(scenario, model),))
 
 
 def script_source(scenario, spec) -> str | None:
@@ -106,6 +126,10 @@ def script_source(scenario, spec) -> str | None:
 
 def validator_inputs(scenario, spec) -> tuple[FrozenInput, ...]:
     """What one validator uses of the scenario's folder."""
+    return remembered(scenario, ("validator", spec.name), lambda: hashed_inputs(scenario, spec))
+
+
+def hashed_inputs(scenario, spec) -> tuple[FrozenInput, ...]:
     if spec.mode == "judge":
         found = [
             scenario_file(scenario, "rubric", spec.options["rubric_file"]),
