@@ -20,6 +20,7 @@ include: "rules/report.smk"
 
 onstart:
     hold_results_folders(WORKFLOW)
+    record_invocation(WORKFLOW, sys.argv)
     pass_stop_signals_to_steps()
     start_step_server(workflow, WORKFLOW)
     start_run_progress(WORKFLOW, workflow)

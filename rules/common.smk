@@ -8,6 +8,7 @@ from snakemake.utils import validate
 
 from agentab.errors import AgentabError
 from agentab.workflow.holding import hold_results_folders
+from agentab.workflow.invocation import record_invocation
 from agentab.workflow.repair import repair_on_start
 from agentab.workflow.step_server import start_step_server, stop_step_server
 from agentab.workflow.stopping import pass_stop_signals_to_steps

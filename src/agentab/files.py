@@ -98,6 +98,16 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def folder_file_hashes(folder: Path, exclude: set[str]) -> dict[str, str]:
+    """The sha256 of every file directly in `folder` (not its subfolders, not `exclude`, not a
+    `.partial` being written): what a run left, told apart from a later change by content."""
+    return {
+        path.name: file_sha256(path)
+        for path in sorted(Path(folder).iterdir())
+        if path.is_file() and path.name not in exclude and not path.name.endswith(".partial")
+    }
+
+
 def results_secret(path: Path) -> str:
     """The results folder's secret, made on first use: opaque ids and seals are keyed on it.
     Nothing confined can read it (docs/confinement.md)."""

@@ -6,6 +6,7 @@ folder or file name of its own. A path is built from parts joined as paths, neve
 ```
 results/<scenario>/                  ResultsFolder
   scenario.toml                      the scenario exactly as it was run
+  bricks/<hash>/ inputs/<hash>/      its bricks and other inputs, frozen
   synthesis.md cells.csv gaps.csv measures.csv gaps.svg
   report/                            the static HTML report
   forms/<v>.blank.toml <v>.toml <v>.material/
@@ -179,6 +180,12 @@ class ResultsFolder:
         return self.path / "bricks"
 
     @property
+    def inputs(self) -> Path:
+        """The other frozen inputs (offline policies, rubrics, schemas, a validator's own
+        files): each one its runs and validators used, once, by its hash."""
+        return self.path / "inputs"
+
+    @property
     def budget_ledger(self) -> Path:
         """What the runs spent and what those in flight may spend (`[protocol] budget_usd`)."""
         return self.path / "budget.json"
@@ -236,6 +243,12 @@ class ResultsFolder:
     def secret(self) -> Path:
         """A random secret of this results folder: opaque run ids are digests keyed on it."""
         return self.path / ".secret"
+
+    @property
+    def invocation(self) -> Path:
+        """The last `snakemake` command that ran jobs on this folder, where and for which
+        scenario file: the command `agentab redo` prints."""
+        return self.path / ".invocation.json"
 
 
 @dataclass(frozen=True)

@@ -201,8 +201,11 @@ def request_numbers(log: Path) -> list[int]:
 
 def add_sleeping_validator(project: Path) -> Path:
     """A script validator that sleeps until a file `slow.wake` lies beside it (it sees its own
-    folder, read-only, in its sandbox), and scores at once after that. Returns that file."""
-    script = project / "demo" / "validators" / "slow.py"
+    folder, read-only, in its sandbox), and scores at once after that. Returns that file. In a
+    folder of its own: a file of a validator's folder is an input of every validator whose
+    script sits there (frozen with the results), so the wake file must concern this one alone."""
+    script = project / "demo" / "validators" / "slow" / "slow.py"
+    script.parent.mkdir()
     script.write_text(
         "#!/usr/bin/env python3\n"
         "import json, os, time\n"
@@ -214,7 +217,7 @@ def add_sleeping_validator(project: Path) -> Path:
     scenario = project / "demo" / "scenario.toml"
     scenario.write_text(
         scenario.read_text()
-        + '\n[validators.slow]\nmode = "script"\nrun = ["validators/slow.py"]\n'
+        + '\n[validators.slow]\nmode = "script"\nrun = ["validators/slow/slow.py"]\n'
     )
     return script.with_name("slow.wake")
 

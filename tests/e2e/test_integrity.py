@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -85,3 +86,39 @@ def test_every_file_changed_after_the_run_is_flagged(tmp_path, pi_installation):
     # flagged once: the next invocation has nothing to do
     again = snakemake(project, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr, again.stdout[-2000:]
+
+
+def counts_in(synthesis: str) -> dict[str, int]:
+    """`… : 3 valid, 1 invalid, 0 failed, 0 missing.` of the synthesis's opening line."""
+    found = re.search(r"(\d+) valid, (\d+) invalid, (\d+) failed", synthesis)
+    assert found, synthesis[:2000]
+    return dict(zip(("valid", "invalid", "failed"), map(int, found.groups()), strict=True))
+
+
+def test_the_synthesis_and_agentab_runs_count_a_changed_receipt_alike(tmp_path, pi_installation):
+    project = make_project(tmp_path / "project", pi_installation.root.parents[1], repetitions=1)
+    assert snakemake(project).returncode == 0
+    results = project / "results" / "demo"
+    before = counts_in((results / "synthesis.md").read_text())
+    receipt = results / "runs" / "rule-off" / "r01" / "receipt.json"
+    forge(receipt, '"requests"', '"REQUESTS"')  # after the run was measured, size and time kept
+    assert agentab(project, "synthesize", "results/demo").returncode == 0
+    synthesis = (results / "synthesis.md").read_text()
+    listed = agentab(project, "runs", "results/demo")
+    summary = re.search(r"4 runs: (.*)", listed.stderr).group(1)
+    runs_counts = {status: int(n) for n, status in re.findall(r"(\d+) (\w+)", summary)}
+    assert runs_counts.get("invalid", 0) >= 1
+    assert counts_in(synthesis) == {
+        s: runs_counts.get(s, 0) for s in ("valid", "invalid", "failed")
+    }
+    # The synthesis names the run, the file and how to redo it; the command works as printed.
+    assert "1 run changed after agentab wrote its files, counted invalid" in synthesis
+    assert "`runs/rule-off/r01` (receipt.json)" in synthesis
+    command = re.search(r"redo: `(agentab redo [^`]+)`", synthesis).group(1)
+    assert command == "agentab redo results/demo rule-off/r01"  # the folder as it was given
+    redo = agentab(project, *command.split()[1:])
+    assert redo.returncode == 0, redo.stderr
+    assert snakemake(project).returncode == 0
+    again = (results / "synthesis.md").read_text()
+    assert "changed after agentab wrote" not in again
+    assert counts_in(again) == before

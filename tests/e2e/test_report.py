@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.browser import Chromium
-from tests.e2e.workflow import REPO, job_counts, make_project, snakemake
+from tests.e2e.workflow import REPO, SNAKEMAKE, job_counts, make_project, snakemake
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -131,7 +131,14 @@ def test_redo_one_run_then_snakemake_redoes_that_run_and_nothing_else(
     assert redo.returncode == 0, redo.stderr
     assert "redo rule-off/r02" in redo.stdout
     assert not (results / "runs" / "rule-off" / "r02" / "run.json").exists()
-    again = snakemake(project)
+    # The command it prints is the one that redoes it, run as a person pastes it: the folder
+    # was copied, so not the command that ran the original.
+    printed = redo.stdout.splitlines()[-1].strip()
+    assert printed == "snakemake --cores all", redo.stdout
+    again = subprocess.run(
+        ["bash", "-c", printed.replace("snakemake", str(SNAKEMAKE), 1)],
+        cwd=project, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
     assert again.returncode == 0, again.stderr[-3000:]
     assert job_counts(again.stdout + again.stderr) == {
         "run_agent": 1,
@@ -146,6 +153,9 @@ def test_redo_one_run_then_snakemake_redoes_that_run_and_nothing_else(
     assert (results / "report" / "runs" / "rule-off" / "r02.html").exists()
     nothing_left = snakemake(project, "-n")
     assert job_counts(nothing_left.stdout + nothing_left.stderr) == {}
+    # That invocation ran this folder: the next redo prints it, word for word.
+    redo = agentab("redo", "results/demo", "rule-off/r01", cwd=project)
+    assert redo.stdout.splitlines()[-1].strip() == f"{SNAKEMAKE} --cores all", redo.stdout
 
 
 def test_editing_a_report_template_rebuilds_only_the_report(finished) -> None:

@@ -4,10 +4,15 @@ validators' PATH, what setup made stays out of the patch, and a failed setup is 
 
 from __future__ import annotations
 
+import hashlib
 import http.server
 import json
 import re
+import shutil
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +38,12 @@ TOOL_VALIDATOR = """#!/bin/sh
 if out=$(zqtool 2>&1); then seen=true; else seen=false; fi
 printf '{"metrics": {"tool_seen": %s}, "reasons": {"tool_seen": "%s"}}\\n' "$seen" "$out"
 """
+
+
+COPIED = re.compile(
+    r"setup not run here: copied in \d+\.\d\ds what it made in an earlier checkout of "
+    r"[0-9a-f]{12}: [^\n]+ \(that setup ran in [\d.]+s\)\n"
+)
 
 
 def with_setup(project, setup: list[str], path: list[str]) -> None:
@@ -91,8 +102,17 @@ def test_setup_runs_in_every_checkout_and_its_path_comes_first(tmp_path, pi_inst
     assert Counting.hits == 1
     logs = [run / "setup.log" for run in runs]
     logs += [log for run in runs for log in (run / "validators").glob("*/setup.log")]
-    copied = [log for log in logs if log.read_text().startswith("copied in what this setup made")]
+    copied = [log for log in logs if log.read_text().startswith("setup not run here: copied")]
     assert len(logs) == 4 * (1 + 4) and len(copied) == len(logs) - 1
+    for log in copied:  # each says its own time, the first setup's said as that setup's
+        assert COPIED.fullmatch(log.read_text()), log.read_text()
+    # the machine's package-manager configuration that setup read, by name and hash
+    for run in runs:
+        given = json.loads((run / "run.json").read_text())["setup"]["package_config"]
+        if Path("/etc/pip.conf").is_file():
+            digest = hashlib.sha256(Path("/etc/pip.conf").read_bytes()).hexdigest()
+            assert given["sha256"]["/etc/pip.conf"] == digest
+        assert sorted(given["sha256"]) == given["files"]
     assert (project / ".agentab" / "cache" / "zq-marker").read_text() == "cached\n"
 
 
@@ -107,3 +127,69 @@ def test_a_failed_setup_is_a_fault_with_its_log_kept(tmp_path, pi_installation):
     faults = (run / "faults.jsonl").read_text()
     assert "the etalon's setup failed (exit status 3): zq-broken-setup" in faults
     assert not (run / "run.json").exists()
+
+
+def test_a_failed_setup_says_why_with_the_quiet_profile(tmp_path, pi_installation):
+    project = make_project(tmp_path / "project", pi_installation.root.parents[1], repetitions=1)
+    with_setup(project, ["echo zq-broken-setup; echo", "exit 3"], [])
+    result = snakemake(project, "--profile", "profiles/quiet", "--retries", "0")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    # One line per failed job (the demo's 4 cells), before the line that says what to do.
+    lines = output.splitlines()
+    said = [i for i, line in enumerate(lines) if line.startswith("agentab: results/demo/runs/")]
+    assert len(said) == 4, output[-3000:]
+    for index in said:
+        run = lines[index].split("/runs/", 1)[1].split("/logs/", 1)[0]
+        assert lines[index].startswith(
+            f"agentab: results/demo/runs/{run}/logs/run.log: fault (the job will be redone): the "
+            "etalon's setup failed (exit status 3): zq-broken-setup; its output is in "
+        ), lines[index]
+    assert said == list(range(said[0], said[0] + 4))
+    assert lines[said[-1] + 1].startswith("agentab: 4 jobs faulted or were stopped: run the same")
+
+
+# A setup whose package version comes from the shared cache: what an unpinned dependency does
+# when a new release comes out between two runs.
+RELEASED_SETUP = [
+    "python3 -m venv --without-pip .venv",
+    "v=$(cat /cache/zq-version) && d=$(echo .venv/lib/python3*/site-packages)/zqpkg-$v.dist-info"
+    " && mkdir -p $d && printf 'Metadata-Version: 2.1\\nName: zqpkg\\nVersion: %s\\n' $v > $d/METADATA",
+]
+
+
+def test_runs_that_got_different_environments_are_flagged_naming_the_package(
+    tmp_path, pi_installation
+):
+    project = make_project(tmp_path / "project", pi_installation.root.parents[1], repetitions=1)
+    cache = project / ".agentab" / "cache"
+    cache.mkdir(parents=True)
+    (cache / "zq-version").write_text("1.0\n")
+    with_setup(project, RELEASED_SETUP, [".venv/bin"])
+    first = snakemake(project)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    results = project / "results" / "demo"
+    assert "different environments" not in (results / "synthesis.md").read_text()
+    # zqpkg 1.1 is released; the kept environment is made anew; one run is redone.
+    (cache / "zq-version").write_text("1.1\n")
+    shutil.rmtree(project / ".agentab" / "environments")
+    redo = subprocess.run(
+        [sys.executable, "-m", "agentab.cli", "redo", "results/demo", "rule-off/r01"],
+        cwd=project, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert redo.returncode == 0, redo.stderr
+    second = snakemake(project)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    environments = sorted(results.glob("runs/*/r01/environment.txt"))
+    assert len(environments) == 4
+    assert [("zqpkg==1.1" in path.read_text()) for path in environments] == [
+        path.parts[-3] == "rule-off" for path in environments
+    ]
+    said = (
+        "the runs got 2 different environments from the same setup: `rule · off` "
+        "(`runs/rule-off/r01`) got another one than the 3 runs of the most common: "
+        "`zqpkg==1.1` instead of `zqpkg==1.0`; compare their `environment.txt`"
+    )
+    assert said in (results / "synthesis.md").read_text()
+    report = (results / "report" / "index.html").read_text()
+    assert "zqpkg==1.1" in report and "zqpkg==1.0" in report and "rule · off" in report

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from agentab.budget import BUDGET_REACHED, NOT_STARTED, Ledger, read_ledger
+from agentab.budget.costs import attempt_cost, run_cost
 from agentab.errors import AgentabError
 from agentab.files import results_secret, write_sealed_json
 from agentab.offline_model.policy import load_policy
 from agentab.prices import TABLE_DATE, Price, priced_models, table_price
-from agentab.run.budget import BUDGET_REACHED, NOT_STARTED, Ledger, read_ledger
-from agentab.run.costs import attempt_cost, run_cost
 from agentab.scenario import load_scenario
 from agentab.synthesis.measures import build_measures
 from agentab.synthesis.results import missing_runs, read_runs
@@ -243,8 +243,9 @@ def test_the_workflows_start_clears_stale_reservations_and_reopens_runs_with_roo
     from dataclasses import replace
     from types import SimpleNamespace
 
+    from agentab.budget.on_start import budget_on_start
     from agentab.layout import Layout
-    from agentab.workflow.budget import budget_on_start
+    from agentab.workflow.holding import workflow_holding
 
     results = tmp_path / "results" / "demo"
     raw = {**demo_scenario.raw, "protocol": {"repetitions": 10, "budget_usd": 0.2}}
@@ -265,18 +266,18 @@ def test_the_workflows_start_clears_stale_reservations_and_reopens_runs_with_roo
     (held / "measures.json").write_text("{}")
     (held / "faults.jsonl").write_text("{}\n")
     (results / "synthesis.md").write_text("old")
-    lines = budget_on_start(workflow, dry=False)
+    lines = budget_on_start(workflow, dry=False, held=workflow_holding)
     assert lines == [
         "agentab: demo: cleared 1 budget reservation a stopped workflow left (its runs had "
         "not ended)"
     ]
     assert (held / "measures.json").exists()  # 0.18 + 0.08 > 0.2: still no room
     raw["protocol"]["budget_usd"] = 1.0
-    assert budget_on_start(workflow, dry=True) == [
+    assert budget_on_start(workflow, dry=True, held=workflow_holding) == [
         "agentab: demo: would try again 1 run not started by the budget"
     ]
     assert (held / "measures.json").exists()  # a dry run only tells
-    assert budget_on_start(workflow, dry=False) == [
+    assert budget_on_start(workflow, dry=False, held=workflow_holding) == [
         "agentab: demo: 1 run not started by the budget is tried again: spent 0.1800 of "
         "budget_usd 1.00 USD"
     ]

@@ -3,6 +3,7 @@ metric contract without a validator, and a warning when most tool calls failed."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import textwrap
 from pathlib import Path
@@ -14,6 +15,7 @@ from agentab.scenario import load_scenario
 from agentab.synthesis.builtin import builtin_metrics, protected_paths, tool_call_counts
 from agentab.synthesis.environment import differing_environments, failed_calls_warnings
 from agentab.synthesis.measures import build_measures
+from agentab.synthesis.tool_failures import failed_calls
 from agentab.validators import validator_output
 from tests.unit.test_measures import RUN, SCENARIO
 
@@ -118,19 +120,70 @@ def test_the_synthesis_warns_where_most_tool_calls_failed():
         return SimpleNamespace(cell=cell, builtin={"tool_calls": calls, "tool_errors": errors})
 
     cells = [SimpleNamespace(name="broken"), SimpleNamespace(name="fine")]
-    result = SimpleNamespace(runs=[run("broken", 4, 3), run("broken", 2, 1), run("fine", 4, 2)])
+    result = SimpleNamespace(runs=[run("broken", 4, 3), run("broken", 2, 1), run("fine", 4, 1)])
     warnings = failed_calls_warnings(result, SimpleNamespace(cells=cells))
     assert len(warnings) == 1 and warnings[0].startswith("`broken`: 4 of its 6 tool calls failed")
 
 
-def test_runs_that_got_different_environments_are_named():
-    def run(name, digest):
-        return SimpleNamespace(run=name, provenance={"environment_sha256": digest})
+def test_the_warning_fires_at_exactly_half_and_names_what_failed_most(tmp_path):
+    # Without setup, every test command failed and every read worked: half of the calls.
+    calls = [(False, "Command exited with code 127")] * 3 + [(False, "Exit code 0")]
+    path = transcript(tmp_path, calls)
+    lines = path.read_text().splitlines()
+    commands = ["python3 -m pytest -q", "python3 -m pytest -q", "pytest", "ls"]
+    for index, command in enumerate(commands):
+        lines[1 + 2 * index] = lines[1 + 2 * index].replace(
+            '"command": "x"', f'"command": "{command}"'
+        )
+    path.write_text("\n".join(lines) + "\n")
+    assert failed_calls(path) == {"python3 -m pytest -q": 2, "pytest": 1}
 
-    same = [run(f"ref/r{n:02d}", "a" * 64) for n in range(1, 5)]
-    result = SimpleNamespace(runs=[*same, run("rule/r02", "b" * 64), run("rule/r03", None)])
+    def run(failed, calls, errors):
+        builtin = {"tool_calls": calls, "tool_errors": errors}
+        return SimpleNamespace(cell="no setup", builtin=builtin, failed_calls=failed)
+
+    runs = [run(failed_calls(path), 6, 3), run({"read `x`.py": 1}, 2, 1)]
+    (warning,) = failed_calls_warnings(
+        SimpleNamespace(runs=runs), SimpleNamespace(cells=[SimpleNamespace(name="no setup")])
+    )
+    assert warning.startswith(
+        "`no setup`: 4 of its 8 tool calls failed (built-in `tool_errors`): half"
+    )
+    assert warning.endswith(
+        "what failed most: `python3 -m pytest -q` (2), `pytest` (1), `read 'x'.py` (1)"
+    )
+
+
+def test_runs_that_got_different_environments_are_named(tmp_path):
+    def run(name, lines):
+        digest = None
+        if lines is not None:
+            body = "\n".join(lines)
+            folder = tmp_path / "runs" / name
+            folder.mkdir(parents=True)
+            (folder / "environment.txt").write_text(body + "\n")
+            digest = hashlib.sha256(body.encode()).hexdigest()
+        cell = name.split("/")[0]
+        return SimpleNamespace(run=name, cell=cell, provenance={"environment_sha256": digest})
+
+    pinned = ["python 3.11.2 /workspace/.venv", "attrs==23.1.0", "pytest==8.3.4"]
+    moved = ["python 3.11.2 /workspace/.venv", "iniconfig==2.0.0", "pytest==8.3.5"]
+    same = [run(f"ref/r{n:02d}", pinned) for n in range(1, 5)]
+    result = SimpleNamespace(
+        results_dir=tmp_path, runs=[*same, run("rule/r02", moved), run("rule/r03", None)]
+    )
     (warning,) = differing_environments(result)
-    assert warning.startswith("the runs got 2 different environments from the same setup: 4 runs")
-    assert "`runs/rule/r02`" in warning and "r03" not in warning
-    assert differing_environments(SimpleNamespace(runs=same)) == []
+    assert warning.startswith(
+        "the runs got 2 different environments from the same setup: `rule` (`runs/rule/r02`) "
+        "got another one than the 4 runs of the most common: no `attrs` (the others have "
+        "`attrs==23.1.0`); `iniconfig==2.0.0`, which the others lack; `pytest==8.3.5` instead "
+        "of `pytest==8.3.4`; compare their `environment.txt`"
+    ), warning
+    assert "r03" not in warning
+    assert differing_environments(SimpleNamespace(runs=same, results_dir=tmp_path)) == []
     assert differing_environments(SimpleNamespace(runs=[run("x/r01", None)])) == []
+    # An environment.txt changed since its run: the difference is not made up from it.
+    (tmp_path / "runs" / "rule" / "r02" / "environment.txt").write_text("pytest==9\n")
+    (warning,) = differing_environments(result)
+    assert "an `environment.txt` that would tell how is missing or changed" in warning
+    assert "9" not in warning.split("most common")[1]

@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "agentab"
 LAYERS = [
     {"errors", "files", "layout", "metrics", "prices", "rendering"},
     {"confinement", "etalon", "harnesses", "offline_model"},
+    {"budget"},
     {"scenario"},
     {"run"},
     {"validators"},

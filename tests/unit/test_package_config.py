@@ -4,7 +4,11 @@ is read (core concepts)."""
 
 from __future__ import annotations
 
-from agentab.run.package_config import caller_package_config
+import hashlib
+
+from agentab.run.environments import environment_key
+from agentab.run.package_config import caller_package_config, system_package_config
+from agentab.run.setup import copied_log
 
 
 def test_setup_gets_the_package_managers_files_by_name(tmp_path):
@@ -18,14 +22,20 @@ def test_setup_gets_the_package_managers_files_by_name(tmp_path):
         "index-url = https://user:token@mirror.example/simple\n"
     )
     (home / ".npmrc").write_text("//registry.example/:_authToken=secret\n")
-    config = caller_package_config(home, home_inside="/tmp")
+    config = caller_package_config(home, home_inside="/tmp", system=tmp_path / "root")
     assert config.mounts == {
         home / ".config" / "pip" / "pip.conf": "/tmp/.config/pip/pip.conf",
         home / ".npmrc": "/tmp/.npmrc",
         wheels: str(wheels),
         bundle: str(bundle),
     }
-    assert config.record() == {"files": ["~/.config/pip/pip.conf", "~/.npmrc"]}
+    assert config.record() == {
+        "files": ["~/.config/pip/pip.conf", "~/.npmrc"],
+        "sha256": {
+            "~/.config/pip/pip.conf": sha256(home / ".config" / "pip" / "pip.conf"),
+            "~/.npmrc": sha256(home / ".npmrc"),
+        },
+    }
 
 
 def test_a_configuration_never_hands_over_the_machine_or_the_home(tmp_path):
@@ -35,9 +45,54 @@ def test_a_configuration_never_hands_over_the_machine_or_the_home(tmp_path):
         f"[global]\nfind-links = / {tmp_path} {home} /etc/ssl /proc/self /usr/lib\n"
         "extra-index-url = file:///nowhere/at/all\n"
     )
-    config = caller_package_config(home)
+    config = caller_package_config(home, system=tmp_path / "root")
     assert list(config.mounts.values()) == ["/tmp/.pip/pip.conf"]
 
 
 def test_without_files_setup_gets_nothing(tmp_path):
-    assert caller_package_config(tmp_path).record() == {"files": []}
+    empty = tmp_path / "root"
+    assert caller_package_config(tmp_path, system=empty).record() == {"files": [], "sha256": {}}
+
+
+def test_the_machines_files_are_read_too_and_recorded_by_name_and_hash(tmp_path):
+    # pip reads /etc/pip.conf whatever the user's home holds; npm its prefix's etc/npmrc.
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "usr" / "local" / "etc").mkdir(parents=True)
+    (root / "etc" / "pip.conf").write_text("[global]\nindex-url = https://mirror.example/simple\n")
+    (root / "usr" / "local" / "etc" / "npmrc").write_text("registry=https://npm.example/\n")
+    config = caller_package_config(tmp_path / "home", system=root)
+    assert config.record() == {
+        "files": ["/etc/pip.conf", "/usr/local/etc/npmrc"],
+        "sha256": {
+            "/etc/pip.conf": sha256(root / "etc" / "pip.conf"),
+            "/usr/local/etc/npmrc": sha256(root / "usr" / "local" / "etc" / "npmrc"),
+        },
+    }
+    # A confined setup's /etc is agentab's: pip.conf is bound at its own path; /usr is there.
+    assert config.mounts == {root / "etc" / "pip.conf": "/etc/pip.conf"}
+    # Unconfined, setup reads them where they are: recorded, nothing to bind.
+    unconfined = system_package_config(root)
+    assert unconfined.record() == config.record() and unconfined.mounts == {}
+    # Another index: another hash, so another environment (run/environments.py).
+    (root / "etc" / "pip.conf").write_text("[global]\nindex-url = https://other.example/\n")
+    changed = system_package_config(root).record()["sha256"]
+    assert changed["/etc/pip.conf"] != config.record()["sha256"]["/etc/pip.conf"]
+    sha = "0" * 40
+    assert environment_key(sha, ("x",), (), changed) != environment_key(
+        sha, ("x",), (), config.record()["sha256"]
+    )
+
+
+def test_a_copied_setups_log_says_its_own_time(tmp_path):
+    earlier = {"seconds": 10.836, "created": [".venv", "x.egg-info"]}
+    log = copied_log(earlier, "a" * 40, 0.25)
+    assert log.startswith(
+        "setup not run here: copied in 0.25s what it made in an earlier checkout of aaaaaaaaaaaa: "
+        ".venv, x.egg-info"
+    )
+    assert log.count("10.836") == 1 and log.endswith("(that setup ran in 10.836s)\n")
+
+
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -6,6 +6,7 @@ import errno
 import io
 import json
 import os
+import shlex
 import shutil
 import time
 from pathlib import Path
@@ -208,3 +209,26 @@ def test_on_a_rerun_the_measures_to_be_made_again_count_once_made(tmp_path: Path
     assert progress.tick().startswith("agentab: 1/3 runs")  # r03 is not redone
     write_measures(folders[0])  # made again, now
     assert progress.tick().startswith("agentab: 2/3 runs · 0 faults · 20s · ~20s left")
+
+
+def test_each_failed_job_says_its_reason_from_its_own_log(tmp_path: Path) -> None:
+    # As profiles/quiet leaves the failed jobs' logs out: the reason is said anyway.
+    logs = [tmp_path / "runs" / "a b" / "run.log", tmp_path / "runs" / "c" / "validate.log"]
+    for log in logs:
+        log.parent.mkdir(parents=True)
+    logs[0].write_text("starting\n\nfault (the job will be redone): the etalon's setup\nfailed\n")
+    logs[1].write_text("")  # a job that said nothing: no line of its own
+    snakemake = tmp_path / "x.snakemake.log"
+    snakemake.write_text(
+        "".join(
+            "RuleException:\nCalledProcessError in file rules/run.smk, line 9:\n"
+            f"Command 'set -euo pipefail;  python -m agentab.steps.run > {shlex.quote(str(log))}"
+            " 2>&1' returned non-zero exit status 3.\n"
+            for log in logs
+        )
+    )
+    assert failure_advice([str(snakemake)]).splitlines() == [
+        f"agentab: {logs[0]}: fault (the job will be redone): the etalon's setup failed",
+        "agentab: 2 jobs faulted or were stopped: run the same command again to redo only what "
+        "is missing.",
+    ]

@@ -15,11 +15,11 @@ from urllib.parse import urlsplit
 import anthropic
 import pytest
 
+from agentab.budget.costs import stated_usage
 from agentab.errors import AgentabError
 from agentab.harnesses.base import HarnessFault, StreamFacts
 from agentab.offline_model import serve
 from agentab.run.agent_run import fill_unreported_usage
-from agentab.run.receipts import stated_usage
 from agentab.run.recording_proxy import (
     PLACEHOLDER_KEY,
     endpoint_for,

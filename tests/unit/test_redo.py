@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from agentab.cli import main
 from agentab.errors import AgentabError
+from agentab.harnesses.base import HarnessFault
+from agentab.layout import Layout
 from agentab.report import build_report
 from agentab.report.redo import normalise_run_id, redo_runs
+from agentab.run.record import record_fault
 from agentab.synthesis.synthesize import synthesize
+from agentab.workflow.invocation import record_invocation
 from tests.unit.report_folder import write_results
 
 SYNTHESIS = ("synthesis.md", "cells.csv", "gaps.csv", "measures.csv", "gaps.svg")
@@ -47,6 +53,25 @@ def test_runs_lists_every_run_with_status_and_reason(results: Path, capsys) -> N
     assert any(line.split()[:2] == ["rule/r10", "fault"] for line in lines)
     assert any(line.split()[:2] == ["nothing/r10", "missing"] for line in lines)
     assert "20 runs: 17 valid, 1 invalid, 1 fault, 1 missing" in err
+
+
+def test_the_reason_of_a_fault_is_its_sentence_never_the_json_it_was_kept_as(
+    results: Path, capsys
+) -> None:
+    faults = results / "runs" / "rule" / "r10" / "faults.jsonl"
+    faults.unlink()
+    said = "the etalon's setup failed (exit status 1): ERROR: No matching distribution found"
+    record_fault(faults, HarnessFault(said))  # as the run step keeps a fault
+    with faults.open("a") as log:
+        log.write('{"at": "2025-10-15T10:00:00+00:00", "attempt": 2}\n')  # no reason at all
+    assert main(["runs", str(results), "--status", "fault"]) == 0
+    (header, row) = capsys.readouterr().out.splitlines()
+    assert row.split()[:2] == ["rule/r10", "fault"]
+    assert row[header.index("REASON") :] == "a fault with no reason recorded (attempt 2)"
+    faults.write_text(faults.read_text().splitlines()[0] + "\n")
+    assert main(["runs", str(results), "--status", "fault"]) == 0
+    (header, row) = capsys.readouterr().out.splitlines()
+    assert row[header.index("REASON") :] == said
 
 
 def test_runs_filters_by_status_and_speaks_json(results: Path, capsys) -> None:
@@ -166,14 +191,44 @@ def test_redo_prints_the_snakemake_command_of_its_own_scenario(
     assert main(["redo", str(results), "rule/r03"]) == 0
     command = capsys.readouterr().out.splitlines()[-1].strip()
     assert command == (
-        "snakemake --cores 8 --config 'scenarios=[\"scenarios/rule/scenario.toml\"]' "
+        "snakemake --cores all --config 'scenarios=[\"scenarios/rule/scenario.toml\"]' "
         f"'results={results.parent}'"
     )
     # The config already runs this scenario into this folder: nothing to add.
     config = f"scenarios:\n  - scenarios/rule/scenario.toml\nresults: {results.parent}\n"
     (project / "config" / "config.yaml").write_text(config)
     assert main(["redo", str(results), "rule/r04"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1].strip() == "snakemake --cores 8"
+    assert capsys.readouterr().out.splitlines()[-1].strip() == "snakemake --cores all"
+
+
+def test_redo_prints_the_command_that_last_ran_the_folder_from_its_folder(
+    results: Path, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    # The README's way to run a scenario kept outside the project, with a profile.
+    project, elsewhere = tmp_path / "my project", tmp_path / "mi-local" / "scenario.toml"
+    argv = [
+        "/opt/venv/bin/snakemake", "--cores", "2", "--profile", "profiles/quiet",
+        "--config", f'scenarios=["{elsewhere}"]', f"results={results.parent}",
+    ]  # fmt: skip
+    workflow = SimpleNamespace(
+        scenarios={"tests-rule": None},
+        layout=Layout(results.parent, tmp_path / ".agentab", tmp_path / "h"),
+        scenario_file=lambda name: str(elsewhere),
+    )
+    project.mkdir()
+    monkeypatch.chdir(project)
+    record_invocation(workflow, argv)
+    monkeypatch.chdir(tmp_path)
+    assert main(["redo", str(results), "rule/r03"]) == 0
+    command = capsys.readouterr().out.splitlines()[-1].strip()
+    assert command == (
+        f"cd '{project}' && /opt/venv/bin/snakemake --cores 2 --profile profiles/quiet "
+        f"--config 'scenarios=[\"{elsewhere}\"]' results={results.parent}"
+    )
+    assert shlex.split(command)[3:] == argv  # a shell gives the command back word for word
+    monkeypatch.chdir(project)  # from its own folder, no cd
+    assert main(["redo", str(results), "rule/r04"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].strip() == command.split(" && ", 1)[1]
 
 
 @pytest.mark.parametrize(

@@ -75,10 +75,14 @@ run = ["validators/tests.py"]
 """
 
 
+# The etalon's calc.py: the demo policy reads it and edits `len(values) - 1`, found once.
+CALC = "def mean(values):\n    return sum(values) / (len(values) - 1)\n"
+
+
 @pytest.fixture
 def scenario_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "scenario"
-    make_git_repo(folder / "calc", {"calc.py": "x = 1\n"})
+    make_git_repo(folder / "calc", {"calc.py": CALC})
     for rel in (
         "bricks/run-tests.md",
         "bricks/guard.ts",
@@ -128,7 +132,7 @@ def test_check_prints_matrix_and_run_count(scenario_dir: Path, capsys) -> None:
     state = ["--state", str(scenario_dir.parent / "state")]
     assert main(["check", *state, str(write(scenario_dir, SEED_MATRIX))]) == 0
     out = capsys.readouterr().out
-    assert "does not have" not in out  # the demo policy edits calc.py, which the etalon has
+    assert "offline policy" not in out  # the demo policy edits calc.py, which the etalon has
     assert "cells (7)" in out and "7 cells × 10 repetitions = 70" in out
     assert out.index("nothing · high") < out.index("rule · off") < out.index("full stack")
 
@@ -555,24 +559,27 @@ def test_a_file_broken_since_the_workflow_checked_it_is_still_explained(
     assert key in caught.value.render()
 
 
-def test_check_warns_when_the_offline_policy_was_written_for_another_repository(
+def test_check_refuses_an_offline_policy_written_for_another_repository(
     scenario_dir: Path, capsys
 ) -> None:
-    # The demo policy reads and edits calc.py: on an etalon without it, every run would
-    # measure a policy acting on a file that is not there.
+    # The demo policy reads and edits calc.py: on an etalon without it, every run's tool call
+    # would fail on a file that is not there.
     make_git_repo(scenario_dir / "other", {"src/lib.py": "x = 1\n"})
     text = SEED_MATRIX.replace('repo = "calc"', 'repo = "other"')
     state = ["--state", str(scenario_dir.parent / "state")]
-    assert main(["check", *state, str(write(scenario_dir, text))]) == 0
-    out = capsys.readouterr().out
-    assert "the offline policy 'demo' reads or edits calc.py, which etalon tag v1.0" in out
-    assert "Writing your own policy" in out
+    assert main(["check", *state, str(write(scenario_dir, text))]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "[steps[1]] the offline policy `demo` on etalon tag v1.0: step 1 (read calc.py): the "
+        "etalon's tag has no file calc.py, and no earlier step writes it" in err
+    )
+    assert "Writing your own policy" in err
 
 
 def test_check_warns_when_the_etalon_declares_dependencies_but_no_setup(
     scenario_dir: Path, capsys
 ) -> None:
-    make_git_repo(scenario_dir / "lib", {"calc.py": "x = 1\n", "pyproject.toml": "[project]\n"})
+    make_git_repo(scenario_dir / "lib", {"calc.py": CALC, "pyproject.toml": "[project]\n"})
     text = SEED_MATRIX.replace('repo = "calc"', 'repo = "lib"')
     state = ["--state", str(scenario_dir.parent / "state")]
     assert main(["check", *state, str(write(scenario_dir, text))]) == 0
@@ -595,9 +602,7 @@ def test_check_setup_runs_the_setup_once_and_says_what_it_made(scenario_dir: Pat
     err = capsys.readouterr().err
     assert re.search(r"setup      ran in [0-9.]+s; it made \.venv/", err), err
     assert re.search(r"environment pip==[0-9]", err), err
-    assert re.search(
-        r"setup      got the caller's package-manager configuration files: (none|~/)", err
-    )
+    assert re.search(r"setup      read the package-manager configuration files: (none|~/|/)", err)
     assert not list((scenario_dir.parent / "state" / "work").iterdir())  # nothing left behind
 
 

@@ -14,6 +14,7 @@ from agentab.commands.credentials_check import (
 from agentab.commands.etalon_checks import etalon_warnings, try_setup
 from agentab.confinement.limits import enforcement_here
 from agentab.errors import ScenarioError
+from agentab.run.policy_check import policy_edit_problems
 from agentab.scenario import Cell, Scenario, load_scenario
 from agentab.scenario.rules import check_scale
 from agentab.synthesis.stats import MIN_RUNS_PER_GROUP, MIN_RUNS_PER_TASK
@@ -66,6 +67,10 @@ def register(subparsers) -> None:
 def run(args) -> int:
     try:
         scenario = load_scenario(args.scenario, check_etalon=not args.no_etalon)
+        # The offline policies' steps, played on the files of the tags they run on.
+        failing_steps = [] if args.no_etalon else policy_edit_problems(scenario, mirrors(args))
+        if failing_steps:
+            raise ScenarioError(failing_steps)
         if not args.no_credentials:
             missing_keys = credentials_problems(scenario, args.config)
             if missing_keys:
@@ -87,7 +92,7 @@ def run(args) -> int:
         return 2
     warnings = check_scale(scenario) + repetitions_warnings(scenario)
     if not args.no_etalon:
-        warnings += etalon_warnings(scenario, args.state / "mirrors")
+        warnings += etalon_warnings(scenario, mirrors(args))
     if args.setup:
         print(try_setup(scenario, args.state), file=sys.stderr)
     if args.json:
@@ -102,6 +107,10 @@ def run(args) -> int:
         if not args.no_credentials:
             print(credentials_line(scenario, args.config))
     return 0
+
+
+def mirrors(args) -> Path:
+    return args.state / "mirrors"
 
 
 def credentials_line(scenario: Scenario, config: Path) -> str:

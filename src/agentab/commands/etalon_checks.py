@@ -1,5 +1,6 @@
-"""What `agentab check` says of a scenario against its etalon's tree: an offline policy written
-for another repository, test dependencies without a setup, and a trial of the setup itself."""
+"""What `agentab check` says of a scenario against its etalon's tree: test dependencies without a
+setup, tests left out of `protect`, and a trial of the setup itself. (An offline policy whose
+steps would fail on the tree is refused: `run/policy_check.py`.)"""
 
 from __future__ import annotations
 
@@ -26,11 +27,7 @@ def etalon_warnings(scenario, mirrors_dir: Path) -> list[str]:
     tree, _ = etalon.pristine_checkout(
         scenario.etalon.location, scenario.etalon.tag, mirrors_dir.absolute()
     )
-    return (
-        policy_warnings(scenario, tree)
-        + environment_warnings(scenario, tree)
-        + protection_warnings(scenario, tree)
-    )
+    return environment_warnings(scenario, tree) + protection_warnings(scenario, tree)
 
 
 # What tests look like across ecosystems: a folder of them, or a file named as one.
@@ -90,48 +87,18 @@ def environment_warnings(scenario, tree: Path) -> list[str]:
     ]
 
 
-def policy_warnings(scenario, tree: Path) -> list[str]:
-    """An offline policy written for another repository: it reads or edits a file that the
-    etalon's tag does not have (the demo's policy edits calc.py, whatever the etalon)."""
-    from agentab.offline_model.policy import load_policy
-    from agentab.run.agent_run import offline_policy_source
-
-    models = {c.agent.model for c in scenario.cells if c.agent.provider == "offline"}
-    if not models:
-        return []
-    warnings = []
-    for model in sorted(models):
-        policy = load_policy(offline_policy_source(scenario, model))
-        for path in sorted(policy_paths(policy) - {""}):
-            if not (tree / path).exists():
-                warnings.append(
-                    f"the offline policy {model!r} reads or edits {path}, which etalon tag "
-                    f"{scenario.etalon.tag} does not have: it was written for another repository "
-                    '(write one for this etalon: docs/harnesses.md, "Writing your own policy")'
-                )
-    return warnings
-
-
-def policy_paths(policy) -> set[str]:
-    """The files a policy's steps read or edit, alternatives included."""
-    paths = set()
-    for step in policy.steps:
-        for action in (step, step.get("otherwise") or {}):
-            if action.get("action") in ("read", "edit"):
-                paths.add(str(action.get("path") or ""))
-    return paths
-
-
 def try_setup(scenario, state: Path) -> str:
     """Run the setup once on a fresh clone, as a run would (confined, with the network, the
     caller's package-manager configuration and the shared cache), and say how long it took,
     what it made and the environment it made."""
     from agentab.run.setup import run_setup
+    from agentab.run.workspace import claim
 
     if not scenario.etalon.setup:
         return "setup      none declared ([etalon] setup): nothing to try"
     folder = (state / "work").absolute() / secrets.token_hex(10)
     clone, cache = folder / "checkout", (state / "cache").absolute()
+    claim(folder)  # killed, its folder is removed at the workflow's next start
     try:
         etalon.fresh_clone(
             scenario.etalon.location, scenario.etalon.tag, clone, (state / "mirrors").absolute()
@@ -147,7 +114,7 @@ def try_setup(scenario, state: Path) -> str:
         given = ", ".join(record.package_config["files"]) or "none"
         lines = [
             f"setup      ran in {record.seconds:.1f}s; it made {', '.join(made) or 'nothing'}",
-            f"setup      got the caller's package-manager configuration files: {given}",
+            f"setup      read the package-manager configuration files: {given}",
         ]
         return "\n".join(lines + [f"environment {line}" for line in record.environment])
     finally:

@@ -1,31 +1,42 @@
 """The `snakemake` command that works on a given results folder, for a command to print.
 
-A bare `snakemake --cores 8` runs the scenarios of config/config.yaml into its `results`
-folder: for a results folder of any other scenario it says "Nothing to be done", and a person
-told to run it concludes that the runs removed will never be redone. So the command printed
-names the scenario file whose results these are (found by its `[scenario] name`, the name of
-the results folder, preferring the file whose text is the frozen copy's) and the results
-folder, unless the config already says both.
+The command that last ran jobs on the folder is the exact one (`workflow/invocation.py` keeps
+it: its working folder, its arguments, profile included): it is printed as it was given, from
+its folder. A folder without it (made before, or by hand) gets a command made up for it: a bare
+`snakemake` runs the scenarios of config/config.yaml into its `results` folder, and for a results
+folder of any other scenario it says "Nothing to be done", so the command printed then names the
+scenario file whose results these are (found by its `[scenario] name`, the name of the results
+folder, preferring the file whose text is the frozen copy's) and the results folder, unless the
+config already says both.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import tomllib
 from pathlib import Path
 
 import yaml
 
+from agentab.layout import ResultsFolder
+from agentab.workflow.invocation import read_invocation
+
 DEFAULT_CONFIG = Path("config/config.yaml")
 DEFAULT_RESULTS = "results"
-CORES = "--cores 8"
+# Every core of the machine it runs on: a fixed number is wrong on most.
+CORES = "--cores all"
 # Where scenario files usually are, from the project folder: each scenario in a folder of its own.
 SCENARIO_GLOBS = ("scenarios/*/scenario.toml", "scenarios/*.toml", "*/scenario.toml")
 
 
 def snakemake_command(results_dir: Path, config: Path = DEFAULT_CONFIG) -> str:
-    """`snakemake --cores 8`, with the --config that makes it work on `results_dir`."""
+    """The command that last ran `results_dir`, from its folder; else `snakemake --cores all`,
+    with the --config that makes it work on `results_dir`."""
     results_dir = Path(results_dir)
+    recorded = read_invocation(ResultsFolder(results_dir).invocation)
+    if recorded is not None and ran_here(recorded, results_dir):
+        return recorded_command(recorded)
     settings = _read_config(config)
     results_root = Path(settings.get("results") or DEFAULT_RESULTS)
     same_root = _same_path(results_root, results_dir.parent)
@@ -38,6 +49,21 @@ def snakemake_command(results_dir: Path, config: Path = DEFAULT_CONFIG) -> str:
     if not same_root:
         parts.append(f"'results={results_dir.parent}'")
     return " ".join(parts)
+
+
+def ran_here(recorded: dict, results_dir: Path) -> bool:
+    """Whether the recorded command wrote into this very folder: a results folder copied or
+    moved elsewhere keeps the record of a command that works on the original."""
+    root = recorded.get("results_root")
+    return isinstance(root, str) and _same_path(Path(root) / results_dir.name, results_dir)
+
+
+def recorded_command(recorded: dict) -> str:
+    """The recorded command as a shell takes it, preceded by `cd` when it ran elsewhere."""
+    command = shlex.join(recorded["argv"])
+    if _same_path(Path(recorded["cwd"]), Path.cwd()):
+        return command
+    return f"cd {shlex.quote(recorded['cwd'])} && {command}"
 
 
 def find_scenario_file(results_dir: Path) -> Path | None:

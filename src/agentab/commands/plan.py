@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from agentab.budget import usd
 from agentab.errors import AgentabError, problem
 from agentab.metrics import MEDIAN, RATE
-from agentab.run.budget import usd
 from agentab.synthesis import stats
 from agentab.synthesis.power import DEFAULT_SIMULATIONS, PowerRow, repetitions_needed
 from agentab.synthesis.results import load_frozen_scenario, read_runs

@@ -21,6 +21,7 @@ from agentab.confinement.views import agent_view
 from agentab.errors import AgentabError, problem
 from agentab.harnesses import get_harness
 from agentab.run.process import run_process
+from agentab.run.workspace import claim
 from agentab.scenario import load_scenario
 
 PLAIN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/agent/home", "LC_ALL": "C.UTF-8"}
@@ -69,6 +70,7 @@ def run(args) -> int:
             )
         ) from None
     folder = (args.state / "work").absolute() / secrets.token_hex(10)
+    claim(folder)  # killed, its folder is removed at the workflow's next start
     try:
         clone = folder / etalon.repository_name(scenario.etalon.location)
         etalon.fresh_clone(

@@ -12,7 +12,7 @@ checked) is `invalid`, whatever its measures.json says.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentab.layout import split_run_slug
@@ -24,13 +24,14 @@ from agentab.report.sources import (
     not_started_reason,
     read_runs,
 )
-from agentab.synthesis.integrity import CHANGED_PREFIX, changed_problem, read_secret, run_changes
+from agentab.synthesis.integrity import read_secret, with_run_changes
 from agentab.synthesis.measures import run_id
 
 FAULTS_FILE = "faults.jsonl"
 RUN_STATUSES = ("valid", "invalid", "failed", "fault", "not-started", "missing", "unreadable")
-# Keys a faults.jsonl line may say its reason under, the most telling first.
-FAULT_REASON_KEYS = ("reason", "message", "problem", "error")
+# Keys a faults.jsonl line may say its reason under, the most telling first (`fault`: what
+# the run step writes, `run.record.record_fault`).
+FAULT_REASON_KEYS = ("fault", "reason", "message", "problem", "error")
 
 
 @dataclass(frozen=True)
@@ -106,13 +107,9 @@ def list_runs(
 
 
 def with_changes(record: RunRecord, results_dir: Path, secret: str | None) -> RunRecord:
-    """The record, made invalid when a file of its run changed after agentab wrote it."""
-    changes = run_changes(results_dir / "runs" / record.run, secret)
-    flagged = [name for name in changes if not any(name in p for p in record.problems)]
-    if not flagged:
-        return record
-    problems = [p for p in record.problems if not p.startswith(CHANGED_PREFIX)]
-    return replace(record, status="invalid", problems=[*problems, changed_problem(changes)])
+    """The record, made invalid when a file of its run changed after agentab wrote it (the
+    records `read_runs` gives are already; a record from elsewhere is checked here)."""
+    return with_run_changes(record, results_dir / "runs" / record.run, secret)
 
 
 def _measured(record: RunRecord, faults: int) -> RunEntry:
@@ -158,7 +155,13 @@ def read_faults(folder: Path) -> list[dict]:
 
 
 def fault_reason(fault: dict) -> str:
+    """The fault in words: its message, never the JSON line it was kept as."""
     for key in FAULT_REASON_KEYS:
         if fault.get(key):
             return " ".join(str(fault[key]).split())
-    return json.dumps(fault, ensure_ascii=False, sort_keys=True)
+    said = "; ".join(f"{key} {value}" for key, value in sorted(fault.items()) if key != "at")
+    return (
+        f"a fault with no reason recorded ({' '.join(said.split())})"
+        if said
+        else ("a fault with no reason recorded")
+    )

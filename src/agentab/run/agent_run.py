@@ -15,13 +15,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentab import etalon as etalon_module
+from agentab.budget.costs import run_cost, stated_usage
 from agentab.confinement.bwrap import BWRAP, NONE, View
 from agentab.confinement.endpoint import ENDPOINT_URL, Sandbox
 from agentab.confinement.limits import Limits, RunLimits, cgroup_place, limit_reason
 from agentab.confinement.views import agent_view
 from agentab.errors import AgentabError, low_on_space, problem
 from agentab.etalon import PatchResult, TreeGit
-from agentab.files import results_secret, write_json, write_jsonl, write_sealed_json
+from agentab.files import (
+    folder_file_hashes,
+    results_secret,
+    write_json,
+    write_jsonl,
+    write_sealed_json,
+)
 from agentab.harnesses import get_harness
 from agentab.harnesses.base import (
     BrickFile,
@@ -37,12 +44,12 @@ from agentab.layout import RunFolder
 from agentab.offline_model import serve
 from agentab.offline_model.policy import load_policy
 from agentab.prices import table_price
-from agentab.run.costs import run_cost
 from agentab.run.credentials import read_api_key
 from agentab.run.frozen_bricks import run_copies
+from agentab.run.frozen_inputs import agent_inputs, frozen_copy
 from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_process
-from agentab.run.receipts import build_receipt, receipt_summary, stated_usage
-from agentab.run.record import keep_environment, record_fault, run_file_hashes, run_record
+from agentab.run.receipts import build_receipt, receipt_summary
+from agentab.run.record import keep_environment, record_fault, run_record
 from agentab.run.recording_proxy import (
     PLACEHOLDER_KEY,
     endpoint_for,
@@ -133,11 +140,6 @@ def adopt_attempt_log(log: Path, files: RunFiles) -> None:
     log.replace(files.model_requests)
     with contextlib.suppress(OSError):
         files.earlier_attempts.rmdir()  # only when no earlier attempt is kept there
-
-
-def offline_policy_source(scenario, model: str) -> str:
-    """A shipped policy by name, or a policy file named relative to the scenario."""
-    return str((scenario.dir / model).resolve()) if model.endswith(".toml") else model
 
 
 def ensure_fresh_clone(etalon, clone: Path, mirrors_dir: Path) -> str:
@@ -343,6 +345,7 @@ def perform_run(
     files.model_requests.touch()  # a declared output; empty when nothing was recorded
     write_json(receipt, files.receipt)
     record = run_record(scenario, cell, rep, harness, sha, run, made.seed, confinement)
+    record["inputs"] = [item.as_dict() for item in made.inputs]  # the policy it was served
     record["receipt"] = receipt_summary(receipt)
     record["cost"] = {"usd": run.facts.cost_usd, "how": made.cost_how}
     record["limits"] = run.limits
@@ -351,7 +354,7 @@ def perform_run(
     if scenario.etalon.setup:
         record["setup"] = setup.as_dict()
     # What the run left, by content: a file changed after it ended is then told apart.
-    record["files"] = run_file_hashes(files.folder, exclude={files.record.name})
+    record["files"] = folder_file_hashes(files.folder, exclude={files.record.name})
     secret = results_secret(RunFolder(files.folder).results.secret)
     # Last: its presence means the run has an outcome.
     write_sealed_json(record, files.record, secret)
@@ -390,7 +393,8 @@ def run_in_workspace(scenario, cell, rep, files, space: Workspace, harness, inst
     )
     offline = cell.agent.provider == "offline"
     seed = offline_seed(scenario.name, cell.slug, rep) if offline else None
-    spec, price, policy = told_model(scenario, cell, spec)
+    inputs = agent_inputs(scenario, cell)
+    spec, price, policy = told_model(cell, spec, inputs, RunFolder(files.folder).results.inputs)
     # Every attempt, on the offline model or through the recording proxy, logs apart.
     attempt_log = new_attempt_log(files)
     if offline:
@@ -425,7 +429,7 @@ def run_in_workspace(scenario, cell, rep, files, space: Workspace, harness, inst
         if not low_on_space(files.folder):  # a full disk is no fault of the harness's
             record_fault(files.faults, fault)
         raise
-    return Made(run, receipt, setup, sha, seed, cost_how, patch, attempt_log)
+    return Made(run, receipt, setup, sha, seed, cost_how, patch, attempt_log, inputs)
 
 
 @dataclass(frozen=True)
@@ -440,14 +444,19 @@ class Made:
     cost_how: str
     patch: PatchResult
     request_log: Path
+    inputs: tuple  # what it used besides its bricks (`frozen_inputs.agent_inputs`)
 
 
-def told_model(scenario, cell, spec: RunSpec):
+def told_model(cell, spec: RunSpec, inputs: tuple, store: Path):
     """The spec with the model as the harness is told it, the model's price, and the offline
-    policy (None for a real provider)."""
+    policy (None for a real provider): the policy's frozen copy in `store`, checked against the
+    hash the scenario had when it was loaded, never the file in the scenario's folder."""
     if cell.agent.provider != "offline":
         return spec, table_price(cell.agent.model), None
-    policy = offline_policy_source(scenario, cell.agent.model)
+    (policy_input,) = inputs
+    # A policy file by its frozen copy (named as the file: its stem is the model's name); a
+    # shipped policy by its name.
+    policy = policy_input.rel if policy_input.shipped else str(frozen_copy(policy_input, store))
     # The model id the harness is told: the policy's name (a policy file names its model by its
     # stem), whether the model can reason, and what its tokens cost, as a real catalogue would.
     loaded = load_policy(policy)

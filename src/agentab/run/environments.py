@@ -9,7 +9,9 @@ a copy of what it created; every later one gets a copy of that copy. A copy, not
 agent does to its environment stays in its own clone. Code in the environment still points at
 `/workspace`, so a run's own code is what is imported.
 
-A setup that changes files the etalon tracks is not kept: its effect is not a set of new files,
+A package manager's configuration that changed (another index, another CA) makes it anew: the
+configuration files setup read are part of the key. A setup that changes files the etalon
+tracks is not kept: its effect is not a set of new files,
 and it runs in every checkout as before. Unconfined (`confinement: none`), paths name the host's
 checkout, so nothing is kept either.
 """
@@ -29,9 +31,15 @@ FORMAT = 1  # bump when what is kept changes: older copies are then not reused
 READY = "kept.json"
 
 
-def environment_key(sha: str, setup: tuple[str, ...], path: tuple[str, ...]) -> str:
-    text = json.dumps({"format": FORMAT, "sha": sha, "setup": list(setup), "path": list(path)})
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
+def environment_key(
+    sha: str, setup: tuple[str, ...], path: tuple[str, ...], config: dict[str, str] | None = None
+) -> str:
+    """What decides an environment: the commit, the setup, its path, and the package managers'
+    configuration it read (name -> sha256: another index, another environment)."""
+    decided = {"format": FORMAT, "sha": sha, "setup": list(setup), "path": list(path)}
+    if config:  # without any, the key a kept environment had before configurations counted
+        decided["package_config"] = dict(sorted(config.items()))
+    return hashlib.sha256(json.dumps(decided).encode()).hexdigest()[:24]
 
 
 def kept_environment(environments: Path, key: str) -> Path:

@@ -7,6 +7,13 @@ where the tools look for them, and the local folders and files those name. Only 
 never the agent or a validator, and a run records their names, never their contents: an index
 URL may carry a token.
 
+The machine's own configuration files count too: pip reads `/etc/pip.conf` (and
+`/etc/xdg/pip/pip.conf`), uv `/etc/uv/uv.toml`, npm its prefix's `etc/npmrc`. The sandbox's /etc
+holds few of the host's files (`confinement/etc.py`), so those under /etc are bound at their own
+path, read-only; those under /usr are there already. A run records every file setup read, by
+name and by the sha256 of its content (`setup.package_config`): two runs whose setup read other
+settings are told apart, and a changed file makes the environment anew (`environments.py`).
+
 Their environment variables (`PIP_INDEX_URL`, …) are not read: agentab reads no environment
 variable (core concepts), and a file is what a person can see and the run can name. A setting
 that only a variable carries goes into one of these files, or into the setup's own commands.
@@ -14,16 +21,30 @@ that only a variable carries goes into one of these files, or into the setup's o
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pwd
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from agentab.confinement.etc import allowed_entries
+
 # The user configuration files, relative to the home folder, where each tool looks for them.
 USER_FILES = (".config/pip/pip.conf", ".pip/pip.conf", ".config/uv/uv.toml", ".npmrc")
-# Already in every sandbox, read-only; and folders that are never handed over whole.
-VISIBLE = ("/usr", "/etc")
+# The machine's: pip's site-wide files, uv's system file, npm's global file in its prefixes.
+SYSTEM_FILES = (
+    "/etc/pip.conf",
+    "/etc/xdg/pip/pip.conf",
+    "/etc/uv/uv.toml",
+    "/etc/xdg/uv/uv.toml",
+    "/usr/etc/npmrc",
+    "/usr/local/etc/npmrc",
+)
+ETC = "/etc"
+# Already in every sandbox, read-only (/etc only in part: `confinement/etc.py`); and folders
+# that are never handed over whole.
+VISIBLE = ("/usr",)
 NEVER = ("/proc", "/sys", "/dev", "/run")
 
 _ABSOLUTE = re.compile(r"(?:file://)?(/[^\s'\"=,;:]+)")
@@ -31,31 +52,63 @@ _ABSOLUTE = re.compile(r"(?:file://)?(/[^\s'\"=,;:]+)")
 
 @dataclass
 class PackageConfig:
-    """What setup gets of the caller's configuration: the files to mount, and their names."""
+    """What setup gets of the package managers' configuration: the files to mount, and the
+    name and content hash of every file it reads."""
 
     mounts: dict[Path, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    sha256: dict[str, str] = field(default_factory=dict)
+    texts: list[str] = field(default_factory=list, repr=False)  # for the paths they name
+
+    def add(self, name: str, path: Path) -> None:
+        """Count a file setup reads."""
+        data = read_bytes(path)
+        self.files.append(name)
+        self.sha256[name] = hashlib.sha256(data).hexdigest()
+        self.texts.append(data.decode("utf-8", errors="replace"))
 
     def record(self) -> dict:
-        """The names a run keeps: which files setup got, never their contents."""
-        return {"files": sorted(self.files)}
+        """What a run keeps: which files setup read and the hash of each, never their
+        contents (an index URL may carry a token)."""
+        return {"files": sorted(self.files), "sha256": dict(sorted(self.sha256.items()))}
 
 
-def caller_package_config(home: Path | None = None, home_inside: str = "/tmp") -> PackageConfig:
-    """The caller's package-manager configuration, as setup (whose HOME is `home_inside`)
-    gets it. `home` is the caller's home folder, from the password database (not $HOME)."""
+def caller_package_config(
+    home: Path | None = None, home_inside: str = "/tmp", system: Path = Path("/")
+) -> PackageConfig:
+    """The package managers' configuration, as a confined setup (whose HOME is `home_inside`)
+    gets it: the caller's user files and the machine's (`system`: the root they are under).
+    `home` is the caller's home folder, from the password database (not $HOME)."""
     home = Path(home if home is not None else pwd.getpwuid(os.getuid()).pw_dir)
-    config = PackageConfig()
-    texts: list[str] = []
+    config = system_package_config(system, mount=True)
     for relative in USER_FILES:
         path = home / relative
         if path.is_file():
             config.mounts[path] = str(PurePosixPath(home_inside) / relative)
-            config.files.append(f"~/{relative}")
-            texts.append(read_text(path))
-    for named in named_paths(texts, home):
+            config.add(f"~/{relative}", path)
+    for named in named_paths(config.texts, home):
         config.mounts.setdefault(named, str(named))
     return config
+
+
+def system_package_config(system: Path = Path("/"), mount: bool = False) -> PackageConfig:
+    """The machine's configuration files that exist; with `mount`, those a sandbox would not
+    see bound at their own path (an unconfined setup reads them where they are)."""
+    config = PackageConfig()
+    for name in SYSTEM_FILES:
+        path = Path(system) / name.lstrip("/")
+        if not path.is_file():
+            continue
+        config.add(name, path)
+        if mount and name.startswith(ETC + "/") and not seen_in_sandbox_etc(name):
+            config.mounts[path] = name
+    return config
+
+
+def seen_in_sandbox_etc(name: str) -> bool:
+    """Whether a sandbox's /etc already holds this host file (an entry bound whole)."""
+    relative = name.removeprefix(ETC + "/")
+    return any(relative == e or relative.startswith(e + "/") for e in allowed_entries())
 
 
 def named_paths(texts: list[str], home: Path) -> list[Path]:
@@ -72,17 +125,20 @@ def named_paths(texts: list[str], home: Path) -> list[Path]:
 
 def mountable(path: Path, home: Path) -> bool:
     """A path setup may see: it exists, is not already visible, and is no ancestor of the
-    caller's home or working folder (a `find-links = /` must not hand over the machine)."""
+    caller's home or working folder (a `find-links = /` must not hand over the machine). Under
+    /etc, a file only (a CA bundle), never a folder (`/etc/ssl` holds private keys)."""
     if len(path.parts) < 3 or not path.exists():
         return False
     text = str(path)
     if any(text == root or text.startswith(root + "/") for root in VISIBLE + NEVER):
         return False
+    if text.startswith(ETC + "/") and (not path.is_file() or seen_in_sandbox_etc(text)):
+        return False
     return not any(place == path or path in place.parents for place in (home, Path.cwd()))
 
 
-def read_text(path: Path) -> str:
+def read_bytes(path: Path) -> bytes:
     try:
-        return path.read_text(errors="replace")
+        return Path(path).read_bytes()
     except OSError:
-        return ""
+        return b""

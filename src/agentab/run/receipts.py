@@ -332,19 +332,3 @@ def receipt_summary(receipt: dict | None) -> dict | None:
         "fingerprint": receipt.get("fingerprint"),
         "problems": list(receipt["problems"]),
     }
-
-
-def stated_usage(log: Path) -> dict:
-    """Tokens (and cost, where a provider states one) summed over the replies in the log."""
-    total: dict = {}
-    if not Path(log).exists():
-        return total
-    for line in Path(log).read_text(encoding="utf-8").splitlines():
-        try:
-            usage = (json.loads(line).get("reply") or {}).get("usage") or {}
-        except (ValueError, AttributeError):
-            continue
-        for key, value in usage.items():
-            if isinstance(value, int | float):
-                total[key] = total.get(key, 0) + value
-    return total

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentab.confinement.bwrap import confinement_record
-from agentab.files import file_sha256
 from agentab.harnesses.base import Harness, HarnessFault
 from agentab.layout import run_id
 
@@ -63,16 +62,6 @@ def run_record(
         "exit_code": run.process.exit_code,
         "outcome": run.outcome.as_dict(),
         "facts": run.facts.as_dict(),
-    }
-
-
-def run_file_hashes(folder: Path, exclude: set[str]) -> dict[str, str]:
-    """The sha256 of every file the run left in its folder (its subfolders are the validators'
-    and the logs', written after it)."""
-    return {
-        path.name: file_sha256(path)
-        for path in sorted(folder.iterdir())
-        if path.is_file() and path.name not in exclude and not path.name.endswith(".partial")
     }
 
 

@@ -23,7 +23,7 @@ from agentab.confinement.views import CACHE, WORKSPACE, setup_view
 from agentab.etalon import TreeGit, exclude_from_git
 from agentab.harnesses.base import HarnessFault
 from agentab.run.environments import environment_key, keep, kept_environment, lock_for, reuse
-from agentab.run.package_config import PackageConfig, caller_package_config
+from agentab.run.package_config import caller_package_config, system_package_config
 from agentab.run.process import CannotStart, run_process
 
 SHOWN_LINES = 5
@@ -97,8 +97,9 @@ def run_setup(
     cache.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     confined = confinement != NONE
-    # Unconfined, setup's HOME is the cache folder: it sees none of the caller's files.
-    config = caller_package_config(home_inside=SETUP_HOME) if confined else PackageConfig()
+    # Unconfined, setup's HOME is the cache folder: it sees none of the caller's files, and the
+    # machine's where they are.
+    config = caller_package_config(home_inside=SETUP_HOME) if confined else system_package_config()
     where = (Path(WORKSPACE), CACHE) if confined else (checkout, str(cache))
 
     def sandbox() -> Sandbox | None:  # one per process: a Sandbox confines one
@@ -110,18 +111,17 @@ def run_setup(
     reused = False
     if confined and environments is not None:
         sha = TreeGit(checkout).base
-        kept = kept_environment(environments, environment_key(sha, etalon.setup, etalon.path))
+        key = environment_key(sha, etalon.setup, etalon.path, config.record()["sha256"])
+        kept = kept_environment(environments, key)
         with lock_for(kept):
+            copying = time.monotonic()
             earlier = reuse(kept, checkout)
             if earlier is None:
                 execute()
                 keep(checkout, kept, time.monotonic() - started)
             else:
                 reused = True
-                log.write_text(
-                    f"copied in what this setup made in an earlier checkout of {sha[:12]} "
-                    f"(in {earlier['seconds']:g}s): {', '.join(earlier['created'])}\n"
-                )
+                log.write_text(copied_log(earlier, sha, time.monotonic() - copying))
     else:
         execute()
     keep_out_of_the_patch(checkout)
@@ -129,6 +129,15 @@ def run_setup(
         list_environment(etalon.path, checkout, lock, where, sandbox()) if list_packages else []
     )
     return SetupRecord(time.monotonic() - started, config.record(), environment, reused)
+
+
+def copied_log(earlier: dict, sha: str, seconds: float) -> str:
+    """A copied setup's log: its own time, the copy's, never the first setup's as if it were."""
+    return (
+        f"setup not run here: copied in {seconds:.2f}s what it made in an earlier checkout of "
+        f"{sha[:12]}: {', '.join(earlier['created'])} (that setup ran in "
+        f"{earlier['seconds']:g}s)\n"
+    )
 
 
 def run_commands(etalon, log: Path, lock: Path, where, sandbox) -> None:
@@ -199,8 +208,11 @@ def path_entries(entries, root: str) -> list[str]:
 
 
 def last_lines(log: Path) -> str:
+    """The setup's last lines that say something, each on one line: what a person reads of
+    a failed setup in the job's message (its whole output is in the log)."""
     try:
-        lines = log.read_text(errors="replace").strip().splitlines()
+        lines = log.read_text(errors="replace").splitlines()
     except OSError:
         return "(no output)"
-    return " | ".join(lines[-SHOWN_LINES:]) or "(no output)"
+    said = [" ".join(line.split()) for line in lines if line.strip()]
+    return " | ".join(said[-SHOWN_LINES:]) or "(no output)"

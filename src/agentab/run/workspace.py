@@ -17,6 +17,7 @@ import json
 import os
 import secrets
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,9 @@ from agentab.run.process import process_start_ticks
 
 OWNER = "owner.json"
 SPACE = "space"
+# Longer than any claim takes (a mkdir and a small write): an empty folder younger than this may
+# be a claim in progress.
+CLAIM_GRACE_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -43,11 +47,14 @@ class Workspace:
 
 def claim(folder: Path) -> None:
     """Name this process as the folder's owner: a later start removes it once the owner is
-    gone (and only then: the owner's pid and start time, so a reused pid is no owner)."""
+    gone (and only then: the owner's pid and start time, so a reused pid is no owner). The
+    record is written whole or not at all; a folder killed before it has one stays empty."""
     folder.mkdir(parents=True, exist_ok=True)
     owner = os.getpid()
     record = {"host": os.uname().nodename, "pid": owner, "start": process_start_ticks(owner)}
-    (folder / OWNER).write_text(json.dumps(record) + "\n")
+    partial = folder / f".{OWNER}.partial"
+    partial.write_text(json.dumps(record) + "\n")
+    partial.replace(folder / OWNER)
 
 
 def owner_gone(folder: Path) -> bool:
@@ -68,16 +75,29 @@ def remove_folder(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def sweep_abandoned(work_root: Path) -> list[Path]:
+def sweep_abandoned(work_root: Path, now: float | None = None) -> list[Path]:
     """Remove every folder under `work_root` whose owner, a process of this machine, is gone;
-    return them. A folder with no owner record is left alone (not ours to judge)."""
+    return them. A folder with no owner record is left alone (not ours to judge), unless it
+    holds nothing but a claim cut short and is older than a claim takes (`CLAIM_GRACE_S`): a
+    step killed between making its folder and naming itself in it."""
     removed = []
+    now = time.time() if now is None else now
     with contextlib.suppress(OSError):
         for folder in Path(work_root).iterdir():
-            if folder.is_dir() and owner_gone(folder):
+            if folder.is_dir() and (owner_gone(folder) or claim_cut_short(folder, now)):
                 remove_folder(folder)
                 removed.append(folder)
     return removed
+
+
+def claim_cut_short(folder: Path, now: float) -> bool:
+    """A folder with no owner record and nothing in it but a partial one, made a while ago."""
+    try:
+        names = {path.name for path in folder.iterdir()}
+        old = now - folder.stat().st_mtime > CLAIM_GRACE_S
+    except OSError:
+        return False
+    return old and OWNER not in names and names <= {f".{OWNER}.partial"}
 
 
 @contextlib.contextmanager

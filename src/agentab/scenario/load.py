@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from agentab.budget.rule import check_budget
 from agentab.errors import ScenarioError
 from agentab.scenario import cells as cells_module
-from agentab.scenario.budget import check_budget
 from agentab.scenario.durations import parse_duration
 from agentab.scenario.names import check_slug_lengths
 from agentab.scenario.rules import (

@@ -1,6 +1,7 @@
-"""Freeze step: results/<name>/scenario.toml, the scenario exactly as it was run, and its
-bricks in results/<name>/bricks/ (`run/frozen_bricks.py`; a brick edited later is frozen by the
-first run that has it)."""
+"""Freeze step: results/<name>/scenario.toml, the scenario exactly as it was run, its bricks in
+results/<name>/bricks/ (`run/frozen_bricks.py`) and its other inputs (offline policies, rubrics,
+schemas, script validators' files) in results/<name>/inputs/ (`run/frozen_inputs.py`); one
+edited later is frozen by the first job that has it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from agentab.errors import AgentabError, problem
 from agentab.layout import ResultsFolder
 from agentab.run.frozen_bricks import frozen_brick
+from agentab.run.frozen_inputs import frozen_copy, scenario_inputs
 from agentab.scenario import load_scenario
 from agentab.steps.common import run_step
 
@@ -34,9 +36,11 @@ def act(args) -> int:
     if not args.scenario.is_file():  # a stream (a pipe) is read once: its bricks at first use
         return 0
     scenario = load_scenario(args.scenario, check_etalon=False)
-    store = ResultsFolder(args.out.parent).bricks
+    results = ResultsFolder(args.out.parent)
     for brick in {brick.sha256: brick for cell in scenario.cells for brick in cell.bricks}.values():
-        frozen_brick(brick, store)
+        frozen_brick(brick, results.bricks)
+    for item in scenario_inputs(scenario):
+        frozen_copy(item, results.inputs)
     return 0
 
 

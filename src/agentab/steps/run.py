@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentab.budget.spending import RunSpending
 from agentab.confinement.bwrap import BWRAP, MODES, require_sandbox
 from agentab.layout import RunFolder, run_id
 from agentab.run.agent_run import RunFiles, perform_run
-from agentab.run.spending import RunSpending
+from agentab.run.process import end_stale_twin
 from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step
 
@@ -88,7 +89,9 @@ def act(args) -> int:
     files = run_files(args)
     spending = RunSpending(scenario, cell, args.rep, files)
     if not spending.start():
-        # Not a failed job: the run's files say it was not started, and why (exit 0).
+        # Not a failed job: the run's files say it was not started, and why (exit 0). An
+        # agent a killed workflow left must not spend on: it is ended first.
+        end_stale_twin(files.lock)
         record = spending.refuse()
         print(f"{record['run']}: {record['outcome']['reason']}")
         return 0

@@ -31,7 +31,7 @@ BUILTIN_METRICS = (
 # 1", Codex "Process exited with code 1", Claude Code "Exit code 1", Gemini CLI "Exit Code: 1".
 EXIT_STATUS = re.compile(r"(?:exited with code|exit code:?|exit status:?)\s*(-?\d+)", re.IGNORECASE)
 
-# The synthesis warns about a cell where more than this share of tool calls failed: the
+# The synthesis warns about a cell where at least this share of tool calls failed: the
 # environment, not the treatment, is then being measured.
 FAILED_CALLS_WARNING = 0.5
 

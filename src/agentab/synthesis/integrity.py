@@ -5,14 +5,17 @@ output is sealed; measures.json records the sha256 of the run.json and outputs i
 from and is sealed (`files.py`). A run any of whose files changed after it ended is `invalid`
 with a problem that starts with CHANGED_PREFIX: out of the verdicts until it is redone.
 
-Three depths, by cost: the measure step checks the seals of what it reads; the synthesis checks
-every measures.json's seal (a hash of text already read); `agentab runs` and the report check
-everything a run folder holds (`run_changes`).
+Two depths, by cost: the measure step checks the seals of what it reads; the synthesis,
+`agentab runs` and the report check everything a run folder holds (`run_changes`), so that they
+count every run the same way: a receipt edited after the run was measured makes it invalid in
+the synthesis as in the list of runs, and the synthesis names it and how to redo it.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+from dataclasses import replace
 from pathlib import Path
 
 from agentab.files import file_sha256, seal_holds
@@ -100,3 +103,46 @@ def read_object(path: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def with_run_changes(record, folder: Path, secret: str | None):
+    """A run's record (anything with `status` and `problems`), made invalid when a file of its
+    folder changed after agentab wrote it; the problem names every such file once."""
+    changes = run_changes(folder, secret)
+    flagged = [name for name in changes if not any(name in p for p in record.problems)]
+    if not flagged:
+        return record
+    problems = [p for p in record.problems if not p.startswith(CHANGED_PREFIX)]
+    return replace(record, status="invalid", problems=[*problems, changed_problem(changes)])
+
+
+SHOWN_RUNS = 5
+
+
+def changed_runs_warnings(result) -> list[str]:
+    """The runs counted invalid because their files changed after agentab wrote them, named
+    with the files, and the command that redoes them."""
+    changed = [
+        run for run in result.runs if any(p.startswith(CHANGED_PREFIX) for p in run.problems)
+    ]
+    if not changed:
+        return []
+    shown = "; ".join(
+        f"`runs/{run.run}` ({changed_files(run)})" for run in changed[:SHOWN_RUNS]
+    ) + (f"; and {len(changed) - SHOWN_RUNS} more" if len(changed) > SHOWN_RUNS else "")
+    folder = shlex.quote(str(result.results_dir))
+    runs = " ".join(shlex.quote(run.run) for run in changed)
+    return [
+        f"{len(changed)} run{'s' * (len(changed) != 1)} changed after agentab wrote "
+        f"{'their' if len(changed) != 1 else 'its'} files, counted invalid (as `agentab runs` "
+        f"lists {'them' if len(changed) != 1 else 'it'}) until redone: {shown}; redo: "
+        f"`agentab redo {folder} {runs}`, then run the workflow again"
+    ]
+
+
+def changed_files(run) -> str:
+    """The files a run's changed-after-the-run problem names."""
+    for problem in run.problems:
+        if problem.startswith(CHANGED_PREFIX):
+            return problem.removeprefix(f"{CHANGED_PREFIX}: ").split(" changed after", 1)[0]
+    return ""

@@ -12,9 +12,9 @@ import hashlib
 import json
 from pathlib import Path
 
+from agentab.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.files import write_json, write_sealed_json
 from agentab.layout import RunFolder, run_id
-from agentab.run.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.scenario import Cell, Scenario
 from agentab.synthesis.builtin import builtin_metrics, protected_paths
 from agentab.synthesis.integrity import (
@@ -23,6 +23,7 @@ from agentab.synthesis.integrity import (
     relative_name,
     unsealed_contents,
 )
+from agentab.synthesis.tool_failures import failed_calls
 from agentab.synthesis.usage import builtin_value
 
 SCHEMA_VERSION = 1
@@ -47,6 +48,7 @@ def provenance(run: dict) -> dict:
         "confinement": (run.get("confinement") or {}).get("mode"),
         "limits": run.get("limits"),  # declared, how each was enforced, which the run reached
         "environment_sha256": (run.get("setup") or {}).get("environment_sha256"),
+        "inputs": run.get("inputs") or [],  # the policy the run was served, by its hash
     }
 
 
@@ -197,6 +199,7 @@ def measure_run(
     builtin = builtin_metrics(run, folder.transcript, protected, folder.results.bricks)
     measures = build_measures(scenario, cell, rep, run, by_validator, form_answers, builtin)
     measures["protected_files"] = protected
+    measures["failed_calls"] = failed_calls(folder.transcript)  # what `tool_errors` counted
     secret = read_secret(folder.results.path)
     if secret is None:  # a folder made by hand, without agentab's secret: nothing is sealed
         write_json(measures, out)

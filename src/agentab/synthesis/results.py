@@ -12,11 +12,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentab.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.errors import AgentabError, problem
 from agentab.files import seal_holds
 from agentab.layout import ResultsFolder, RunFolder, run_id, task_run_slug
-from agentab.run.budget import BUDGET_REACHED, NOT_STARTED
-from agentab.synthesis.integrity import changed_problem, read_secret
+from agentab.synthesis.integrity import changed_problem, read_secret, with_run_changes
 
 STATUSES = ("valid", "invalid", "failed")
 # The layout's names of the parts, for the folder scan: with thousands of runs, a Path per
@@ -42,6 +42,7 @@ class RunRecord:
     builtin: dict | None = None  # the built-in run metrics (synthesis.builtin), when kept
     protected_files: list | None = None  # the protected paths its patch touched
     task: str = ""  # its task, in a scenario with [tasks.*]
+    failed_calls: dict | None = None  # label -> how many such calls failed (tool_failures)
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,9 @@ def _read_run(
         if isinstance(data.get("protected_files"), list)
         else None,
         task=task,
+        failed_calls=data.get("failed_calls")
+        if isinstance(data.get("failed_calls"), dict)
+        else None,
     )
 
 
@@ -258,7 +262,11 @@ def read_all_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[Ba
         except _NoFile:
             continue
         present.add(relative)
-        (bad if isinstance(record, BadFile) else runs).append(record)
+        if isinstance(record, BadFile):
+            bad.append(record)
+            continue
+        # Every file of the run, as `agentab runs` checks it: both count the run alike.
+        runs.append(with_run_changes(record, Path(root, slug, rep), secret))
     runs.sort(key=lambda run: (order[run.cell], task_order.get(run.task, 0), run.rep))
     return runs, bad, present
 

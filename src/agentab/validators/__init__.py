@@ -168,10 +168,12 @@ def prepare_job(
     """
     if scratch_dir.exists():
         shutil.rmtree(scratch_dir)
+    # Claimed before anything is made in it: a killed step's folder is removed at the
+    # workflow's next start.
+    claim(scratch_dir)
     inputs = scratch_dir / "inputs"
     workdir = scratch_dir / "workdir"
     inputs.mkdir(parents=True)
-    claim(scratch_dir)  # a killed step's folder is removed at the workflow's next start
     if audit_dir.exists():
         shutil.rmtree(audit_dir)
     audit_dir.mkdir(parents=True)

@@ -271,6 +271,8 @@ def _model_endpoint(job: ValidatorJob, context: dict) -> Iterator[tuple[str, str
         from agentab import offline_model
 
         policy = model[len(OFFLINE_PREFIX) :]
+        if policy.endswith(".toml"):  # a policy file, named relative to the scenario's folder
+            policy = str(Path(job.scenario_dir) / policy)
         log_path = job.audit_dir / "model-requests.jsonl"
         with offline_model.serve(policy, _offline_seed(context), log_path) as base_url:
             # The offline model checks no key; the SDK insists on having one.

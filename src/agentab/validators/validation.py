@@ -14,9 +14,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentab.budget import NOT_STARTED
 from agentab.etalon import checkout_with_patch
 from agentab.files import results_secret, write_sealed_json
-from agentab.run.budget import NOT_STARTED
+from agentab.layout import RunFolder
+from agentab.run.frozen_inputs import inputs_view, validator_inputs
 from agentab.run.process import end_stale_twin
 from agentab.run.setup import run_setup
 from agentab.validators import JudgeSettings, invalid_output, prepare_job
@@ -94,10 +96,16 @@ def validate_run(
             lock_path=files.lock,
             confinement=confinement,
         )
+        # Its rubric, schema, policy or script folder: the frozen copies, laid out as the
+        # scenario names them, in its own folder (no sandbox sees it).
+        inputs = validator_inputs(scenario, spec)
+        store = RunFolder(files.record.parent).results.inputs
+        job.scenario_dir = inputs_view(inputs, store, scratch / "frozen")
         if spec.mode == "script":  # a judge gets no checkout
             job.path = scenario.etalon.path
             job.limits = scenario.limits
         output = run_validator(job)
+        output["inputs"] = [item.as_dict() for item in inputs]  # the hashes it used
         if job.restored is not None and (job.restored.restored or job.restored.removed):
             # What the validator scored is etalon + patch with the tests given back: say so.
             output["protected"] = {

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from agentab.run.budget import NOT_STARTED, read_ledger, usd
+from agentab.budget import NOT_STARTED, read_ledger, usd
+from agentab.workflow.failed_jobs import failed_job_lines
 from agentab.workflow.storage import storage_problem
 
 OFFLINE_PROVIDER = "offline"
@@ -309,7 +310,13 @@ def failure_advice(logs: Iterable[Path | str], written: Iterable[Path] = ()) -> 
     a job's own message may have had nowhere to go, its log being on that disk."""
     if found := storage_problem(list(written)):
         return "agentab: " + found.render()
-    statuses = failed_exit_statuses(logs if not isinstance(logs, str | Path) else [logs])
+    logs = list(logs) if not isinstance(logs, str | Path) else [logs]
+    said = "".join(line + "\n" for line in failed_job_lines(logs))  # each job's own reason
+    return said + what_to_do(failed_exit_statuses(logs))
+
+
+def what_to_do(statuses: list[int]) -> str:
+    """The last line, from the failed jobs' exit statuses."""
     user_errors = statuses.count(USER_ERROR_EXIT)
     redone = sum(status == FAULT_EXIT or status in STOPPED_EXITS for status in statuses)
     if user_errors:

@@ -24,12 +24,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentab.budget.on_start import budget_on_start
 from agentab.files import seal_holds
 from agentab.layout import ResultsFolder, RunFolder, split_run_slug
 from agentab.run.workspace import sweep_abandoned
 from agentab.synthesis.integrity import CHANGED_PREFIX, read_secret
 from agentab.synthesis.results import structure_problem
-from agentab.workflow.budget import budget_on_start
+from agentab.workflow.holding import workflow_holding
 from agentab.workflow.storage import refuse_unwritable_folders, stop_on_storage_error
 
 
@@ -326,7 +327,9 @@ def repair_on_start(snakemake_workflow, workflow, argv: list[str]) -> None:
     if not dry:
         refuse_unwritable_folders(workflow)
     try:
-        lines = budget_on_start(workflow, dry)  # first: a run tried again is a run to redo
+        lines = budget_on_start(
+            workflow, dry, workflow_holding
+        )  # first: a run tried again is a run to redo
         lines += repair_workflow(workflow, dry=dry)
         if not dry:
             sweep_abandoned(workflow.layout.work)

@@ -147,8 +147,23 @@ def serve(owner: int, preload: list[str], scenarios: list[str] = ()) -> None:
     lean = [name for name in preload if name != JUDGE_MODULE]
     import_and_warm_up(lean)
     load_for_steps(list(scenarios))
+    remember_scenario_inputs(list(scenarios))  # hashed now, as the workflow starts
     judge = JudgeServer.start(owner) if JUDGE_MODULE in preload else None
     Server(owner, server_name(owner), judge).serve(lean)
+
+
+def remember_scenario_inputs(paths: list[str]) -> None:
+    """The frozen inputs of each scenario the forks get, hashed before any fork
+    (`run/frozen_inputs.py`)."""
+    from agentab.errors import AgentabError
+    from agentab.run.frozen_inputs import remember_inputs
+
+    for path in paths:
+        for check_bricks in (True, False):
+            try:
+                remember_inputs(load_scenario_for_step(path, check_bricks=check_bricks))
+            except (AgentabError, OSError):  # each step says what is wrong with its scenario
+                continue
 
 
 def import_and_warm_up(modules: list[str]) -> None:

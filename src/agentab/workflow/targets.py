@@ -19,15 +19,17 @@ from functools import cached_property
 from pathlib import Path
 
 import agentab
+from agentab.budget import NOT_STARTED
+from agentab.budget.on_start import budget_summary
 from agentab.confinement.bwrap import BWRAP, require_sandbox
-from agentab.errors import AgentabError, problem
+from agentab.errors import AgentabError, ScenarioError, problem
 from agentab.harnesses import module_name
 from agentab.layout import Layout, rep_folder
-from agentab.run.budget import NOT_STARTED
+from agentab.run.frozen_inputs import agent_inputs, validator_files_param
+from agentab.run.policy_check import policy_edit_problems
 from agentab.run.recording_proxy import endpoint_for
-from agentab.scenario import Scenario, content_sha256, load_scenario
+from agentab.scenario import Scenario, load_scenario
 from agentab.validators import CONFIG_KEYS, validator_timeout_s
-from agentab.workflow.budget import budget_summary
 
 # The package files that decide the synthesis: editing one reruns only the synthesis.
 SYNTHESIS_CODE = (
@@ -82,6 +84,7 @@ class Workflow:
         check_provider_endpoints(scenarios.values(), config.get("provider_endpoints") or {})
         require_sandbox(config.get("confinement") or BWRAP, config_file)
         state = Path(config["state"])
+        check_policy_edits(scenarios.values(), state / "mirrors")
         layout = Layout(
             results_root=Path(config["results"]),
             state=state,
@@ -150,6 +153,7 @@ class Workflow:
                     "etalon": sc.etalon_for(c).as_param(),
                     **c.run_config(),
                     "limits": _limits_param(sc),
+                    **_policy_param(sc, c),
                 }
             )
             for name, sc in self.scenarios.items()
@@ -182,7 +186,7 @@ class Workflow:
         table = {}
         for name, sc in self.scenarios.items():
             for validator, spec in sc.validators.items():
-                files = {rel: _digest(sc.dir / rel) for rel in _validator_files(spec)}
+                files = validator_files_param(sc, spec)
                 decided = {"validator": spec.as_dict(), "files": files}
                 if sc.etalon.setup or sc.etalon.path:  # its checkout is set up too
                     decided["etalon"] = sc.etalon.as_param()
@@ -290,6 +294,14 @@ def check_provider_endpoints(scenarios, endpoints: dict[str, str]) -> None:
                 endpoint_for(cell.agent.provider, endpoints)
 
 
+def check_policy_edits(scenarios, mirrors: Path) -> None:
+    """Every offline policy's steps played on its tags' files: a step that would fail in every
+    run stops the workflow before anything runs, as `agentab check` refuses it."""
+    problems = [found for sc in scenarios for found in policy_edit_problems(sc, mirrors)]
+    if problems:
+        raise ScenarioError(problems)
+
+
 def measured_summary(workflow: Workflow) -> str:
     """One line per scenario: runs measured of runs planned, by status, and where to read."""
     lines = []
@@ -322,16 +334,11 @@ def _minutes_with_margin(seconds: float) -> int:
     return max(1, int(seconds // 60) + 5)
 
 
-def _validator_files(spec) -> list[str]:
-    if spec.mode == "script":
-        return [spec.options["run"][0]]
-    if spec.mode == "judge":
-        return [spec.options["rubric_file"], spec.options["schema_file"]]
-    return []
-
-
-def _digest(path: Path) -> str:
-    return content_sha256(path) if path.exists() else "(not a file: a command on PATH)"
+def _policy_param(scenario, cell) -> dict:
+    """The cell's offline policy file by its hash, when it has one: editing it reruns exactly
+    the runs it serves. A shipped policy is agentab's code: none (the params stay as they were)."""
+    found = [item for item in agent_inputs(scenario, cell) if not item.shipped]
+    return {"policy": found[0].as_dict()} if found else {}
 
 
 def state_signatures_once(rules) -> int:

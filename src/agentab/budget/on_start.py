@@ -12,9 +12,10 @@ has nothing to do for them: `snakemake -n` lists no job, and the last line says 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
+from pathlib import Path
 
-from agentab.run.budget import Ledger, read_ledger, usd
-from agentab.workflow.holding import workflow_holding
+from agentab.budget.ledger import Ledger, read_ledger, usd
 
 # Files of a run kept when it is run again: the history of its attempts.
 KEPT = ("faults.jsonl", "earlier-attempts")
@@ -25,15 +26,16 @@ def ledger_of(workflow, name: str) -> Ledger:
     return Ledger(workflow.layout.results(name).path, scenario.budget_usd, scenario.run_count)
 
 
-def budget_on_start(workflow, dry: bool) -> list[str]:
+def budget_on_start(workflow, dry: bool, held: Callable[[Path], object]) -> list[str]:
     """Clear stale reservations and reopen the runs the budget now has room for; the lines to
-    tell the person."""
+    tell the person. `held(results_dir)`: None when no workflow holds that results folder
+    (`workflow.holding.workflow_holding`)."""
     lines = []
     for name in workflow.scenarios:
         ledger = ledger_of(workflow, name)
         if not ledger.folder.budget_ledger.exists():
             continue
-        if workflow_holding(ledger.folder.path) is not None:
+        if held(ledger.folder.path) is not None:
             continue  # another workflow runs on this folder: its reservations are live
         if dry:
             state = read_ledger(ledger.folder.budget_ledger)

@@ -8,11 +8,11 @@ offline model, the policy's own `price`). The run's record says which (`run.json
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from agentab.offline_model.policy import load_policy
 from agentab.prices import Price, table_price
-from agentab.run.receipts import stated_usage
 
 REPORTED = "reported by the harness"
 
@@ -56,3 +56,20 @@ def attempt_cost(earlier_attempts: Path, before: set[Path], price: Price | None)
         return 0.0, "no reply was recorded"
     tokens = {k: v for k, v in usage.items() if k in ("input", "output", "cache_read")}
     return run_cost(usage.get("cost_usd"), tokens, price)
+
+
+def stated_usage(log: Path) -> dict:
+    """Tokens (and cost, where a provider states one) summed over the replies in a request log
+    (`model-requests.jsonl`), read as data."""
+    total: dict = {}
+    if not Path(log).exists():
+        return total
+    for line in Path(log).read_text(encoding="utf-8").splitlines():
+        try:
+            usage = (json.loads(line).get("reply") or {}).get("usage") or {}
+        except (ValueError, AttributeError):
+            continue
+        for key, value in usage.items():
+            if isinstance(value, int | float):
+                total[key] = total.get(key, 0) + value
+    return total

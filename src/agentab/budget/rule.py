@@ -9,14 +9,14 @@ so a scenario with a budget is refused at load, naming the cell, the model and t
 from __future__ import annotations
 
 from agentab.prices import TABLE_DATE, table_price
-from agentab.scenario.source import Collector
-from agentab.scenario.types import Cell
 
 
-def check_budget(data: dict, cells: list[Cell], sink: Collector) -> None:
-    """With a budget, each cell's runs have a cost agentab can tell."""
+def check_budget(data: dict, cells: list, sink) -> None:
+    """With a budget, each cell's runs have a cost agentab can tell. `cells`: the scenario's
+    cells; `sink`: where a problem is added (the loader's `Collector`), by key."""
     if (data.get("protocol") or {}).get("budget_usd") is None:
         return
+    # Late: `agentab synthesize` loads a frozen scenario and never pays for the harnesses.
     from agentab.harnesses import adapter_class, harness_names
 
     known = harness_names()

@@ -6,19 +6,17 @@ outcome `not-started` with the reason, the other declared outputs are empty, its
 score nothing and its measures.json has the status `not-started`. The synthesis, `agentab runs`
 and the report list it among the missing runs, `not started: budget reached`; the ledger lists
 it too, and the next workflow start removes its files when the budget has room for it by then
-(`agentab.workflow.budget`), so that the workflow runs it.
+(`agentab.budget.on_start`), so that the workflow runs it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from agentab.files import results_secret, write_json, write_sealed_json
+from agentab.budget.costs import attempt_cost, attempt_logs, model_price
+from agentab.budget.ledger import NOT_STARTED, Decision, Ledger
+from agentab.files import folder_file_hashes, results_secret, write_json, write_sealed_json
 from agentab.layout import RunFolder, run_id
-from agentab.run.budget import NOT_STARTED, Decision, Ledger
-from agentab.run.costs import attempt_cost, attempt_logs, model_price
-from agentab.run.process import end_stale_twin
-from agentab.run.record import run_file_hashes
 
 
 def ledger_for(scenario, results_dir: Path) -> Ledger | None:
@@ -69,9 +67,10 @@ class RunSpending:
         self.ledger.settle(self.run, usd, how, "fault")
 
     def refuse(self) -> dict:
-        """Write the files of a run the budget did not start; return its record."""
+        """Write the files of a run the budget did not start; return its record. The caller
+        has ended any stale twin first (`run.process.end_stale_twin`): an agent a killed
+        workflow left must not spend on."""
         files = self.files
-        end_stale_twin(files.lock)  # an agent a killed workflow left must not spend on
         files.folder.mkdir(parents=True, exist_ok=True)
         for path in (files.stream, files.transcript, files.patch, files.model_requests):
             path.write_bytes(b"")
@@ -100,7 +99,7 @@ class RunSpending:
             "cost": {"usd": 0.0, "how": "not started"},
             "facts": {},
         }
-        record["files"] = run_file_hashes(files.folder, exclude={files.record.name})
+        record["files"] = folder_file_hashes(files.folder, exclude={files.record.name})
         secret = results_secret(RunFolder(files.folder).results.secret)
         write_sealed_json(record, files.record, secret)
         return record
