@@ -7,7 +7,7 @@ import pytest
 
 from agentab.errors import AgentabError
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import stats
+from agentab.synthesis import resampling
 from agentab.synthesis.power import (
     Population,
     repetitions_needed,
@@ -82,7 +82,7 @@ def test_a_power_outside_zero_one_is_a_clear_error(tmp_path):
 def test_simulated_power_under_the_null_stays_near_the_false_positive_rate():
     same = Population(RATE, np.empty(0), rate=0.5)
     power = simulated_power(
-        same, same, 10, stats.generator_for("null"), simulations=400, draws=2_000
+        same, same, 10, resampling.generator_for("null"), simulations=400, draws=2_000
     )
     assert power <= 0.08
 

@@ -23,7 +23,7 @@ import numpy as np
 from agentab.errors import AgentabError, problem
 from agentab.layout import ResultsFolder
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import stats
+from agentab.synthesis import resampling, stats
 from agentab.synthesis.results import load_frozen_scenario, read_runs
 from agentab.synthesis.verdicts import ScoredValues, decide_metric_types
 
@@ -216,7 +216,9 @@ def _power_pilot_gap(metric, kind, cell, reference, cell_values, reference_value
             power=None,
             note="needs at least 2 valid pilot runs in the cell and the reference",
         )
-    observed = stats.statistic(kind, cell_values) - stats.statistic(kind, reference_values)
+    observed = resampling.statistic(kind, cell_values) - resampling.statistic(
+        kind, reference_values
+    )
     if observed == 0:
         return PowerRow(
             **base,
@@ -248,7 +250,7 @@ def smallest_repetitions(
     reached = None
     for n in [size for size in LADDER if size <= max_repetitions] or [max_repetitions]:
         # The stream's name predates this module's; renaming it would change every draw.
-        rng = stats.generator_for(f"plan\x1f{key}\x1f{n}")
+        rng = resampling.generator_for(f"plan\x1f{key}\x1f{n}")
         reached = simulated_power(cell, reference, n, rng, simulations=simulations, draws=draws)
         if reached >= power:
             return n, reached
@@ -271,17 +273,19 @@ def simulated_power(
     for _ in range(simulations):
         cell_sample = rng.choice(cell.values, size=n, replace=True)
         reference_sample = rng.choice(reference.values, size=n, replace=True)
-        gap_draws = stats.resample_statistic(MEDIAN, cell_sample, rng, draws) - (
-            stats.resample_statistic(MEDIAN, reference_sample, rng, draws)
+        gap_draws = resampling.resample_statistic(MEDIAN, cell_sample, rng, draws) - (
+            resampling.resample_statistic(MEDIAN, reference_sample, rng, draws)
         )
-        gap = stats.statistic(MEDIAN, cell_sample) - stats.statistic(MEDIAN, reference_sample)
+        gap = resampling.statistic(MEDIAN, cell_sample) - resampling.statistic(
+            MEDIAN, reference_sample
+        )
         established += stats.verdict_from_draws(gap, gap_draws).is_established
     return established / simulations
 
 
 def _rate_power(p_cell, p_reference, n, rng, simulations, draws) -> float:
     # Whole experiments at once: the observed counts, then each experiment's bootstrap,
-    # both binomial for the same reason as in `stats.resample_statistic`.
+    # both binomial for the same reason as in `resampling.resample_statistic`.
     k_cell = rng.binomial(n, p_cell, size=simulations)
     k_reference = rng.binomial(n, p_reference, size=simulations)
     boot_cell = rng.binomial(n, (k_cell / n)[:, None], size=(simulations, draws)) / n

@@ -38,6 +38,7 @@ SYNTHESIS_CODE = (
     "synthesis/prose.py",
     "synthesis/synthesize.py",
     "synthesis/stats.py",
+    "synthesis/resampling.py",
     "synthesis/strata.py",
     "synthesis/calibration.py",
     "metrics.py",
