@@ -481,3 +481,31 @@ def test_an_aa_gap_that_does_not_survive_holm_over_the_aa_gaps_is_no_warning():
     gaps[0] = aa_gap("a", 0.004, 0.008)
     [warning] = aa_warnings(result, lambda gap: "+30 pp")
     assert "differs from `nothing` on `a` (+30 pp; Holm p over the 2 A/A gaps 0.008)" in warning
+
+
+def test_the_cell_page_shows_the_per_task_gaps(tmp_path):
+    import html
+    import re
+
+    from agentab.report import build_report
+
+    folder = write_folder(tmp_path / "results")
+    fill_two_tasks(folder)
+    synthesize(folder)
+    built = build_report(folder)
+    page = html.unescape((built.report_dir / "cells" / "rule.html").read_text(encoding="utf-8"))
+    section = page.split("<h3>Gaps per task (descriptive)</h3>", 1)[1].split("</table>", 1)[0]
+    rows = [
+        [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+        for row in re.findall(r"<tr>(.*?)</tr>", section)
+    ]
+    # metric, task, cell value, reference value, gap: the rule ran the tests 5/5 against 3/5
+    # on the easy task, 1/5 against 0/5 on the hard one; turns 4 against 6, 10 against 12.
+    assert [row[:2] + row[4:5] for row in rows if row] == [
+        ["ran_tests", "easy", "+40 pp"],
+        ["ran_tests", "hard", "+20 pp"],
+        ["turns", "easy", "-2"],
+        ["turns", "hard", "-2"],
+    ]
+    reference = (built.report_dir / "cells" / "nothing.html").read_text(encoding="utf-8")
+    assert "Gaps per task" not in reference
