@@ -218,26 +218,33 @@ def test_bounds_cut_an_interval_where_a_gap_cannot_go():
     assert result.is_established
 
 
-def test_shuffled_medians_follow_the_law_of_every_shuffle():
-    """Odd and even groups of unequal sizes: the shortcut's medians of shuffled positions
-    against the exact law, every split of five runs into three and two enumerated."""
+@pytest.mark.parametrize(
+    "cell, reference",
+    [
+        ([1.0, 4.0, 9.0], [2.0, 7.0]),  # odd and even, one block of three and one of two
+        ([1.0, 3.0, 3.0, 8.0], [2.0, 5.0, 6.0, 13.0, 21.0]),  # ties; blocks of three
+        ([4.0, 1.0], [9.0, 2.0, 6.0, 7.0, 3.0, 8.0, 5.0, 10.0, 11.0, 12.0]),  # blocks of four
+    ],
+)
+def test_shuffled_medians_follow_the_law_of_every_shuffle(cell, reference):
+    """The block shortcut's medians against the exact law: every way of dealing the runs
+    back to the two cells enumerated, each cell keeping its number of runs."""
     import itertools
     from collections import Counter
 
-    cell, reference = [1.0, 4.0, 9.0], [2.0, 7.0]
     runs = cell + reference
+    deals = list(itertools.combinations(range(len(runs)), len(cell)))
     exact = Counter()
-    for chosen in itertools.combinations(range(5), 3):
+    for chosen in deals:
         mine = [runs[i] for i in chosen]
-        theirs = [runs[i] for i in range(5) if i not in chosen]
-        exact[float(np.median(mine) - np.median(theirs))] += 1 / 10
-    drawn = resampling.shuffled_median_gaps(
-        [cell], [reference], np.random.default_rng(3), 20_000, lambda v: v
-    )
+        theirs = [runs[i] for i in range(len(runs)) if i not in chosen]
+        exact[float(np.median(mine) - np.median(theirs))] += 1 / len(deals)
+    rng = np.random.default_rng(3)
+    drawn = resampling.shuffled_median_gaps([cell], [reference], rng, 40_000, lambda v: v)
     found = Counter(drawn.tolist())
-    assert set(found) == set(exact)
+    assert set(found) <= set(exact)
     for value, share in exact.items():
-        assert found[value] / drawn.size == pytest.approx(share, abs=0.015)
+        assert found[value] / drawn.size == pytest.approx(share, abs=0.01)
 
 
 def test_shuffled_rates_follow_the_law_of_shuffling_by_index():
