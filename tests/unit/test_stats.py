@@ -223,12 +223,15 @@ def test_bounds_cut_an_interval_where_a_gap_cannot_go():
     [
         ([1.0, 4.0, 9.0], [2.0, 7.0]),  # odd and even, one block of three and one of two
         ([1.0, 3.0, 3.0, 8.0], [2.0, 5.0, 6.0, 13.0, 21.0]),  # ties; blocks of three
-        ([4.0, 1.0], [9.0, 2.0, 6.0, 7.0, 3.0, 8.0, 5.0, 10.0, 11.0, 12.0]),  # blocks of four
+        ([4.0, 1.0], [9.0, 2.0, 6.0, 7.0, 3.0, 8.0, 5.0, 10.0, 11.0, 12.0]),
+        # 12 870 deals, more than resampling.ENUMERATED_DEALS: shuffled run by run
+        ([1.0, 3, 5, 7, 9, 11, 13, 15], [2.0, 4, 6, 8, 10, 12, 14, 16]),
     ],
 )
 def test_shuffled_medians_follow_the_law_of_every_shuffle(cell, reference):
-    """The block shortcut's medians against the exact law: every way of dealing the runs
-    back to the two cells enumerated, each cell keeping its number of runs."""
+    """The shuffled medians against the exact law: every way of dealing the runs back to the
+    two cells enumerated, each cell keeping its number of runs (listed deals drawn from, or
+    runs shuffled, by the task's size)."""
     import itertools
     from collections import Counter
 

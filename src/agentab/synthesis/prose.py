@@ -270,6 +270,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
     status_by_cell = Counter((run.cell, run.status) for run in result.runs)
     missing_by_cell = Counter(missing.cell for missing in result.missing)
     values = {(row.cell, row.metric): row for row in result.cell_values if row.task == ALL}
+    every_value = {(row.cell, row.metric, row.task): row for row in result.cell_values}
     isolated = [
         row for row in result.cell_values if row.note.startswith("isolated") and row.aggregate.n
     ]
@@ -290,8 +291,8 @@ def report_context(result: SynthesisResult, scenario) -> dict:
             for row in result.cell_values
             if row.task != ALL
         },
-        "task_gaps": [gap_row(gap, result) for gap in result.task_gaps],
-        "calibration": [gap_row(gap, result) for gap in result.calibration],
+        "task_gaps": [gap_row(gap, every_value) for gap in result.task_gaps],
+        "calibration": [gap_row(gap, every_value) for gap in result.calibration],
         "calibration_summary": calibration_summary(result.calibration),
         "counts": {status: counts.get(status, 0) for status in STATUSES},
         "matrix": [
@@ -314,7 +315,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
             for metric in scenario.metrics
         ],
         "values": {key: describe_value(row) for key, row in values.items()},
-        "gaps": [gap_row(gap, result) for gap in result.family],
+        "gaps": [gap_row(gap, every_value) for gap in result.family],
         "established": [describe_gap_plainly(gap, values) for gap in result.established],
         "surviving_holm": sum(gap.survives_holm for gap in result.family),
         "isolated": [{"row": row, "text": describe_isolated(row)} for row in isolated],
@@ -339,9 +340,9 @@ def report_context(result: SynthesisResult, scenario) -> dict:
     }
 
 
-def gap_row(gap: Gap, result: SynthesisResult) -> dict:
-    """A gap as the tables of synthesis.md and of the report write it."""
-    values = {(row.cell, row.metric, row.task): row for row in result.cell_values}
+def gap_row(gap: Gap, values: dict) -> dict:
+    """A gap as the tables of synthesis.md and of the report write it; `values` holds every
+    row of cells.csv by (cell, metric, task)."""
     return {
         "gap": gap,
         "value_cell": describe_value(values[gap.cell, gap.metric, gap.task]),
