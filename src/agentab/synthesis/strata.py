@@ -99,29 +99,39 @@ def pooled_gap_verdict(
     `reference[i]`: their valid values in task i), from `draws` stratified shuffles.
 
     The gap is pooled(cell) - pooled(reference), in the metric's unit, and the interval is
-    built around it: `gap - draw` for each shuffle's draw.
+    built around it: `gap - draw` for each shuffle's draw. The observed deal is one of the
+    equally likely deals, so it is one of the draws (its `gap - draw` is 0, on the far side):
+    `draws - 1` shuffles and it. That makes the 5% exact at the draws' own resolution, rather
+    than 5% plus a hair (Phipson and Smyth, *Permutation p-values should never be zero*, 2010).
     """
     rng = resampling.generator_for(key)
     gap = pooled_statistic(kind, cell, scale) - pooled_statistic(kind, reference, scale)
+    shuffles = draws - 1
     if kind == RATE:
         observed, error = resampling.pooled_rate_gap(cell, reference)
-        ratios = resampling.shuffled_rate_ratios(cell, reference, rng, draws)
-        return stats.verdict_from_draws(gap, observed - ratios * error, RATE_GAP_BOUNDS)
+        ratios = resampling.shuffled_rate_ratios(cell, reference, rng, shuffles)
+        gap_draws = with_the_observed_deal(observed - ratios * error)
+        return stats.verdict_from_draws(gap, gap_draws, RATE_GAP_BOUNDS)
     if scale == LINEAR:
-        shuffled = resampling.shuffled_median_gaps(cell, reference, rng, draws, _same)
-        return stats.verdict_from_draws(gap, gap - shuffled)
-    return _ratio_verdict(gap, cell, reference, rng, draws)
+        shuffled = resampling.shuffled_median_gaps(cell, reference, rng, shuffles, _same)
+        return stats.verdict_from_draws(gap, with_the_observed_deal(gap - shuffled))
+    return _ratio_verdict(gap, cell, reference, rng, shuffles)
 
 
-def _ratio_verdict(gap, cell, reference, rng, draws) -> stats.GapVerdict:
+def with_the_observed_deal(gap_draws: np.ndarray) -> np.ndarray:
+    """The shuffles' draws and the observed deal's, which is 0: the gap minus itself."""
+    return np.concatenate(([0.0], gap_draws))
+
+
+def _ratio_verdict(gap, cell, reference, rng, shuffles) -> stats.GapVerdict:
     """A median pooled on the log scale: the verdict is read on the mean log ratio of the
     tasks' medians, and its interval given back in the metric's unit at the reference's level
     (the reference's pooled value times the ratio, minus it)."""
     log_gap = np.log(pooled_statistic(MEDIAN, cell, LOG)) - np.log(
         pooled_statistic(MEDIAN, reference, LOG)
     )
-    shuffled = resampling.shuffled_median_gaps(cell, reference, rng, draws, np.log)
-    on_log = stats.verdict_from_draws(float(log_gap), log_gap - shuffled)
+    shuffled = resampling.shuffled_median_gaps(cell, reference, rng, shuffles, np.log)
+    on_log = stats.verdict_from_draws(float(log_gap), with_the_observed_deal(log_gap - shuffled))
     level = pooled_statistic(MEDIAN, reference, LOG)
     low, high = (level * float(np.expm1(end)) for end in (on_log.ci_low, on_log.ci_high))
     return stats.verdict_from_interval(gap, low, high, on_log.p)
