@@ -243,7 +243,10 @@ def test_shuffled_medians_follow_the_law_of_every_shuffle(cell, reference):
         theirs = [runs[i] for i in range(len(runs)) if i not in chosen]
         exact[float(np.median(mine) - np.median(theirs))] += 1 / len(deals)
     rng = np.random.default_rng(3)
-    drawn = resampling.shuffled_median_gaps([cell], [reference], rng, 40_000, lambda v: v)
+    dealt = resampling.dealt_median_gaps([cell], [reference], rng, 40_000, lambda v: v)
+    # The observed deal first, by the same arithmetic as the shuffles.
+    assert dealt[0] == np.median(cell) - np.median(reference)
+    drawn = dealt[1:]
     found = Counter(drawn.tolist())
     assert set(found) <= set(exact)
     for value, share in exact.items():
@@ -260,7 +263,33 @@ def test_shuffled_rates_follow_the_law_of_shuffling_by_index():
         dealt = rng.permutation(runs)
         by_index.append(resampling.pooled_rate_gap([dealt[:3]], [dealt[3:]]))
     by_index = np.array([gap / error for gap, error in by_index])
-    drawn = resampling.shuffled_rate_ratios(cell, reference, np.random.default_rng(6), 20_000)
+    dealt = resampling.dealt_rate_ratios(cell, reference, np.random.default_rng(6), 20_000)
+    gap, error = resampling.pooled_rate_gap(cell, reference)
+    assert dealt[0] == pytest.approx(gap / error)  # the observed deal first
+    drawn = dealt[1:]
     for value in np.unique(by_index):
         share = np.mean(np.isclose(drawn, value))
         assert share == pytest.approx(np.mean(np.isclose(by_index, value)), abs=0.015)
+
+
+def test_a_median_deal_that_ties_the_observed_one_counts_as_reaching_it():
+    """Medians of many equal values: a seventh of the deals of the middle task tie the
+    observed medians (3 against 2), and the other two tasks tie in every deal. p against every
+    deal enumerated, a tie counted on the far side (computed apart from the deals, the observed
+    log gap rounded differently and put the ties on the near side)."""
+    import itertools
+
+    from agentab.synthesis import strata
+
+    cell = [[5.0] * 4, [2.0, 3, 3, 3], [7.0] * 4]
+    reference = [[5.0] * 4, [1.0, 1, 3, 3], [7.0] * 4]
+    runs = cell[1] + reference[1]
+    middle = []
+    for chosen in itertools.combinations(range(8), 4):
+        ours = [runs[i] for i in chosen]
+        others = [runs[i] for i in range(8) if i not in chosen]
+        middle.append(np.log(np.median(ours)) - np.log(np.median(others)))
+    observed = np.log(3.0) - np.log(2.0)
+    exact_p = 2 * np.mean(np.array(middle) >= observed - 1e-12)  # 2 x 15/70
+    verdict = strata.pooled_gap_verdict(MEDIAN, strata.LOG, cell, reference, "ties")
+    assert verdict.p == pytest.approx(exact_p, abs=0.02)

@@ -179,7 +179,8 @@ def check_against_exact(row: dict, gap: float, exact_draws: np.ndarray) -> None:
     assert float(row["gap"]) == pytest.approx(gap)
     assert weighted_quantile_holds(exact_draws, float(row["ci_low"]), 0.025)
     assert weighted_quantile_holds(exact_draws, float(row["ci_high"]), 0.975)
-    far = np.mean(exact_draws <= 0) if gap > 0 else np.mean(exact_draws >= 0)
+    # (A deal that ties the observed one is on the far side; rounding must not say otherwise.)
+    far = np.mean(exact_draws <= 1e-12) if gap > 0 else np.mean(exact_draws >= -1e-12)
     assert float(row["p"]) == pytest.approx(min(1.0, 2 * far), abs=0.015)
 
 
@@ -425,6 +426,22 @@ def test_a_gap_of_zero_over_unequal_runs_is_never_established(tmp_path):
     assert gap.verdict.p == 1.0
     assert not gap.verdict.is_established
     assert gap.verdict.ci_low <= 0 <= gap.verdict.ci_high
+
+
+def test_a_shuffle_that_ties_the_observed_deal_counts_as_reaching_it(tmp_path):
+    """Rare rates: 0/5 against 0/5 in one task, 2/5 against 0/5 in the other. A deal gives the
+    cell both successes 10 times in 45, a tie with the observed gap, so p = 2 x 10/45. Ties
+    broken by rounding (the observed gap computed apart from the shuffles) established this
+    in every experiment, and a rare rate in one null experiment out of ten."""
+    names = ["a", "b"]
+    folder = write_folder(tmp_path / "results", tasks=tasks_table(names), repetitions=5)
+    fill_tasks(folder, {("rule", "a"): [False] * 5, ("nothing", "a"): [False] * 5})
+    fill_tasks(folder, {("rule", "b"): [True] * 2 + [False] * 3, ("nothing", "b"): [False] * 5})
+    result = synthesize(folder)
+    gap = next(g for g in result.family if g.metric == "ran_tests")
+    assert gap.verdict.gap == pytest.approx(0.2)
+    assert not gap.verdict.is_established
+    assert gap.verdict.p == pytest.approx(2 * 10 / 45, abs=0.02)
 
 
 def test_one_named_task_is_judged_exactly_as_one_task(tmp_path):

@@ -127,19 +127,24 @@ def pooled_rate_gap(cell: Sequence[Sequence], reference: Sequence[Sequence]) -> 
     return float(np.mean(gaps)), float(np.sqrt(variances)) / len(gaps)
 
 
-def shuffled_rate_ratios(
-    cell: Sequence[Sequence], reference: Sequence[Sequence], rng: np.random.Generator, draws: int
+def dealt_rate_ratios(
+    cell: Sequence[Sequence], reference: Sequence[Sequence], rng: np.random.Generator, shuffles: int
 ) -> np.ndarray:
-    """Pooled gap / its standard error, for `draws` shuffles of each task's runs between the
-    cells. A shuffle's count of the cell's successes in a task is hypergeometric: the task's
-    successes fall among the cell's runs as among any equally many of its runs."""
-    total = np.zeros(draws)
-    variance = np.zeros(draws)
+    """Pooled gap / its standard error of the observed deal (first) and of `shuffles` shuffles
+    of each task's runs between the cells. A shuffle's count of the cell's successes in a task
+    is hypergeometric: the task's successes fall among the cell's runs as among any equally
+    many of its runs. The observed deal is computed by the same arithmetic as the shuffles, so
+    a shuffle that gives the observed counts gives the observed ratio to the last bit: a tie,
+    as it must be (computed apart, rounding put half the ties on the near side and a rare rate
+    was established in one null experiment out of ten)."""
+    total = np.zeros(shuffles + 1)
+    variance = np.zeros(shuffles + 1)
     for mine, theirs in zip(cell, reference, strict=True):
         n_mine, n_theirs = len(mine), len(theirs)
         successes = _successes(mine) + _successes(theirs)
         failures = n_mine + n_theirs - successes
-        ours = rng.hypergeometric(successes, failures, n_mine, size=draws).astype(float)
+        shuffled = rng.hypergeometric(successes, failures, n_mine, size=shuffles)
+        ours = np.concatenate(([_successes(mine)], shuffled)).astype(float)
         others = successes - ours
         total += ours / n_mine - others / n_theirs
         variance += rate_variance(ours, n_mine) + rate_variance(others, n_theirs)
@@ -147,29 +152,35 @@ def shuffled_rate_ratios(
     return (total / tasks) / (np.sqrt(variance) / tasks)
 
 
-def shuffled_median_gaps(
+def dealt_median_gaps(
     cell: Sequence[Sequence],
     reference: Sequence[Sequence],
     rng: np.random.Generator,
-    draws: int,
+    shuffles: int,
     scale: Callable[[np.ndarray], np.ndarray],
 ) -> np.ndarray:
     """The equal-weight mean over tasks of scale(median of the cell) - scale(median of the
-    reference), for `draws` shuffles of each task's runs between the two cells."""
-    total = np.zeros(draws)
+    reference), for the observed deal (first) and `shuffles` shuffles of each task's runs
+    between the two cells, all by the same arithmetic (so that ties are ties)."""
+    total = np.zeros(shuffles + 1)
     for mine, theirs in zip(cell, reference, strict=True):
         ordered = np.sort(np.asarray([*mine, *theirs], dtype=float))
         if math.comb(ordered.size, len(mine)) <= ENUMERATED_DEALS:
             ours, others = _every_deal(ordered.size, len(mine))
             # Each draw one of the equally likely deals: the same law as a shuffle.
-            pick = rng.integers(0, len(ours), size=draws)
+            pick = rng.integers(0, len(ours), size=shuffles)
             ours, others = ours[pick], others[pick]
         else:
             # (Positions as 16-bit integers where they fit: a third less memory moved.)
             kind = np.int16 if ordered.size < 2**15 else np.int64
-            tiled = np.tile(np.arange(ordered.size, dtype=kind), (draws, 1))
+            tiled = np.tile(np.arange(ordered.size, dtype=kind), (shuffles, 1))
             positions = rng.permuted(tiled, axis=1)
             ours, others = positions[:, : len(mine)], positions[:, len(mine) :]
+        # The observed deal: each run at its place among the sorted runs (ties anywhere among
+        # equal values: the medians are the same values).
+        observed = np.argsort(np.argsort([*mine, *theirs], kind="stable"), kind="stable")
+        ours = np.vstack([observed[: len(mine)].astype(ours.dtype), ours])
+        others = np.vstack([observed[len(mine) :].astype(others.dtype), others])
         total += scale(_median_at(ordered, ours)) - scale(_median_at(ordered, others))
     return total / len(cell)
 

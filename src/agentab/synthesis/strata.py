@@ -21,6 +21,7 @@ each group, with the random streams groups had before tasks existed.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -96,45 +97,42 @@ def pooled_gap_verdict(
     draws: int = resampling.DRAWS,
 ) -> stats.GapVerdict:
     """The verdict on the pooled gap of two cells over several tasks (`cell[i]` and
-    `reference[i]`: their valid values in task i), from `draws` stratified shuffles.
+    `reference[i]`: their valid values in task i), from `draws` deals of each task's runs.
 
     The gap is pooled(cell) - pooled(reference), in the metric's unit, and the interval is
-    built around it: `gap - draw` for each shuffle's draw. The observed deal is one of the
-    equally likely deals, so it is one of the draws (its `gap - draw` is 0, on the far side):
-    `draws - 1` shuffles and it. That makes the 5% exact at the draws' own resolution, rather
-    than 5% plus a hair (Phipson and Smyth, *Permutation p-values should never be zero*, 2010).
+    built around it. The observed deal is one of the equally likely deals, so it is one of the
+    draws (its draw is 0, on the far side): `draws - 1` shuffles and it. That makes the 5%
+    exact at the draws' own resolution, rather than 5% plus a hair (Phipson and Smyth,
+    *Permutation p-values should never be zero*, 2010). The verdict is read on the scale the
+    deals are compared on (a rate's studentized gap, a median's pooled scale), where a shuffle
+    that ties the observed deal gives exactly its value, then given back in the metric's unit.
     """
     rng = resampling.generator_for(key)
     gap = pooled_statistic(kind, cell, scale) - pooled_statistic(kind, reference, scale)
-    shuffles = draws - 1
     if kind == RATE:
-        observed, error = resampling.pooled_rate_gap(cell, reference)
-        ratios = resampling.shuffled_rate_ratios(cell, reference, rng, shuffles)
-        gap_draws = with_the_observed_deal(observed - ratios * error)
-        return stats.verdict_from_draws(gap, gap_draws, RATE_GAP_BOUNDS)
+        ratios = resampling.dealt_rate_ratios(cell, reference, rng, draws - 1)
+        _, error = resampling.pooled_rate_gap(cell, reference)
+        on_ratio = stats.verdict_from_draws(float(ratios[0]), ratios[0] - ratios)
+        # A ratio of 1 is one standard error of the observed gap.
+        return _in_unit(gap, on_ratio, lambda end: error * end, RATE_GAP_BOUNDS)
+    transform = np.log if scale == LOG else _same
+    dealt = resampling.dealt_median_gaps(cell, reference, rng, draws - 1, transform)
+    on_scale = stats.verdict_from_draws(float(dealt[0]), dealt[0] - dealt)
     if scale == LINEAR:
-        shuffled = resampling.shuffled_median_gaps(cell, reference, rng, shuffles, _same)
-        return stats.verdict_from_draws(gap, with_the_observed_deal(gap - shuffled))
-    return _ratio_verdict(gap, cell, reference, rng, shuffles)
-
-
-def with_the_observed_deal(gap_draws: np.ndarray) -> np.ndarray:
-    """The shuffles' draws and the observed deal's, which is 0: the gap minus itself."""
-    return np.concatenate(([0.0], gap_draws))
-
-
-def _ratio_verdict(gap, cell, reference, rng, shuffles) -> stats.GapVerdict:
-    """A median pooled on the log scale: the verdict is read on the mean log ratio of the
-    tasks' medians, and its interval given back in the metric's unit at the reference's level
-    (the reference's pooled value times the ratio, minus it)."""
-    log_gap = np.log(pooled_statistic(MEDIAN, cell, LOG)) - np.log(
-        pooled_statistic(MEDIAN, reference, LOG)
-    )
-    shuffled = resampling.shuffled_median_gaps(cell, reference, rng, shuffles, np.log)
-    on_log = stats.verdict_from_draws(float(log_gap), with_the_observed_deal(log_gap - shuffled))
+        return _in_unit(gap, on_scale, _same)
+    # The mean log ratio of the tasks' medians, given back at the reference's level: its
+    # pooled value times the ratio, minus it.
     level = pooled_statistic(MEDIAN, reference, LOG)
-    low, high = (level * float(np.expm1(end)) for end in (on_log.ci_low, on_log.ci_high))
-    return stats.verdict_from_interval(gap, low, high, on_log.p)
+    return _in_unit(gap, on_scale, lambda end: level * float(np.expm1(end)))
+
+
+def _in_unit(gap: float, verdict: stats.GapVerdict, unit, bounds=None) -> stats.GapVerdict:
+    """A verdict read on another scale, its interval's ends put in the metric's unit by the
+    increasing `unit`, around the reported gap; p and the state are the scale's."""
+    low, high = unit(verdict.ci_low), unit(verdict.ci_high)
+    found = stats.verdict_from_interval(gap, low, high, verdict.p, bounds)
+    # Rounding between the scales must not move a state: the scale's is the verdict.
+    return dataclasses.replace(found, verdict=verdict.verdict)
 
 
 def _same(values: np.ndarray) -> np.ndarray:
