@@ -7,7 +7,7 @@ import pytest
 
 from agentab.errors import AgentabError
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import stats
+from agentab.synthesis import resampling, stats
 from agentab.synthesis.power import (
     Population,
     repetitions_needed,
@@ -82,7 +82,7 @@ def test_a_power_outside_zero_one_is_a_clear_error(tmp_path):
 def test_simulated_power_under_the_null_stays_near_the_false_positive_rate():
     same = Population(RATE, np.empty(0), rate=0.5)
     power = simulated_power(
-        same, same, 10, stats.generator_for("null"), simulations=400, draws=2_000
+        same, same, 10, resampling.generator_for("null"), simulations=400, draws=2_000
     )
     assert power <= 0.08
 
@@ -139,3 +139,75 @@ def test_the_plan_command_prices_the_planned_repetitions_from_the_pilots_cost(tm
         "USD. Set [protocol] budget_usd in the scenario to cap it."
     )
     assert out.rstrip().splitlines()[-1].startswith("pilot: these estimates come from")
+
+
+def two_task_pilot(folder, repetitions=5):
+    from tests.unit.test_tasks_synthesis import fill_two_tasks, write_folder
+
+    write_folder(folder, repetitions=repetitions)
+    fill_two_tasks(folder)
+    return folder
+
+
+def test_with_tasks_the_plan_judges_the_pooled_gap_over_tasks(tmp_path):
+    """The pilot gap is the pooled one (rates (5/5 + 1/5) / 2 against (3/5 + 0/5) / 2), and
+    n counts repetitions per cell and task: below the per-task minimum no gap is established."""
+    folder = two_task_pilot(tmp_path / "r")
+    [row] = repetitions_needed(folder, metrics=["ran_tests"], **FAST)
+    assert (row.cell, row.gap) == ("rule", pytest.approx(0.3))
+    assert (row.pilot_n_cell, row.pilot_n_ref) == (10, 10)
+    assert row.repetitions is not None and 2 * row.repetitions >= stats.MIN_RUNS_PER_GROUP
+    assert row.power >= 0.8
+
+
+def test_with_tasks_a_median_gap_is_pooled_on_the_log_scale(tmp_path):
+    folder = two_task_pilot(tmp_path / "r")
+    [row] = repetitions_needed(folder, metrics=["turns"], **FAST)
+    assert row.gap == pytest.approx(40**0.5 - 72**0.5)
+
+
+def test_with_tasks_a_rate_gap_is_capped_in_a_task_it_would_pass(tmp_path):
+    folder = two_task_pilot(tmp_path / "r")
+    [row] = repetitions_needed(folder, gap=0.5, metrics=["ran_tests"], **FAST)
+    assert row.note == "the rate is capped at 1 in easy"
+    assert row.repetitions is not None
+
+
+def test_the_plan_command_counts_repetitions_per_cell_and_task(tmp_path, capsys):
+    import json
+
+    from agentab.cli import main
+
+    folder = two_task_pilot(tmp_path / "r")
+    for measures in folder.glob("runs/*/r*/measures.json"):
+        data = json.loads(measures.read_text())
+        data["builtin"] = {"cost_usd": 0.01}
+        measures.write_text(json.dumps(data))
+    quick = ["--simulations", "20", "--max-repetitions", "10", "--metric", "ran_tests"]
+    assert main(["plan", str(folder), *quick]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("repetitions per cell and task for a 80% chance of an established")
+    assert "over the 2 tasks (easy, hard)" in out.splitlines()[0]
+    [line] = [line for line in out.splitlines() if line.startswith("cost: ")]
+    repetitions = int(line.split()[1])
+    assert f"{repetitions} repetitions × 2 cells × 2 tasks = {4 * repetitions} runs" in line
+    assert "from 10 valid runs per cell over all its tasks" in out
+
+
+def test_below_the_pooled_minimums_no_simulated_gap_is_established():
+    """2 tasks × 4 runs is 8 runs per cell, below the 9 a gap needs; 2 × 5 is enough."""
+    from agentab.synthesis.power import simulated_power_over_tasks
+
+    certain = [Population(RATE, np.empty(0), rate=1.0)] * 2
+    never = [Population(RATE, np.empty(0), rate=0.0)] * 2
+    rng = resampling.generator_for("minimum")
+    assert simulated_power_over_tasks(certain, never, 4, rng, simulations=20, draws=500) == 0
+    assert simulated_power_over_tasks(certain, never, 5, rng, simulations=20, draws=500) == 1
+
+
+def test_simulated_pooled_power_under_the_null_stays_near_the_false_positive_rate():
+    from agentab.synthesis.power import simulated_power_over_tasks
+
+    same = [Population(RATE, np.empty(0), rate=rate) for rate in (0.2, 0.5, 0.8)]
+    rng = resampling.generator_for("null over tasks")
+    assert simulated_power_over_tasks(same, same, 5, rng, simulations=300, draws=2_000) <= 0.08

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import stats
+from agentab.synthesis import resampling, stats
 
 
 def verdict(kind, cell, reference, tag="t"):
@@ -84,8 +84,8 @@ def test_the_same_inputs_give_the_same_verdict_whatever_was_computed_before():
 
 
 def test_different_groups_get_different_random_streams():
-    a = stats.generator_for(stats.group_key("turns", "rule · off")).integers(0, 2**31, 4)
-    b = stats.generator_for(stats.group_key("turns", "rule · high")).integers(0, 2**31, 4)
+    a = resampling.generator_for(resampling.group_key("turns", "rule · off")).integers(0, 2**31, 4)
+    b = resampling.generator_for(resampling.group_key("turns", "rule · high")).integers(0, 2**31, 4)
     assert list(a) != list(b)
 
 
@@ -94,7 +94,7 @@ def test_resampled_rate_matches_resampling_by_index():
     values = np.array([1.0] * 3 + [0.0] * 7)
     rng = np.random.default_rng(0)
     by_index = values[rng.integers(0, 10, size=(20_000, 10))].mean(axis=1)
-    shortcut = stats.resample_statistic(RATE, values, np.random.default_rng(1), 20_000)
+    shortcut = resampling.resample_statistic(RATE, values, np.random.default_rng(1), 20_000)
     assert shortcut.mean() == pytest.approx(by_index.mean(), abs=0.01)
     assert shortcut.std() == pytest.approx(by_index.std(), abs=0.01)
 
@@ -103,7 +103,7 @@ def test_resampled_median_matches_resampling_by_index():
     values = np.array([1.0, 2.0, 2.0, 5.0, 7.0, 8.0, 13.0, 21.0])
     rng = np.random.default_rng(0)
     by_index = np.median(values[rng.integers(0, 8, size=(20_000, 8))], axis=1)
-    shortcut = stats.resample_statistic(MEDIAN, values, np.random.default_rng(1), 20_000)
+    shortcut = resampling.resample_statistic(MEDIAN, values, np.random.default_rng(1), 20_000)
     assert np.percentile(shortcut, [2.5, 50, 97.5]) == pytest.approx(
         np.percentile(by_index, [2.5, 50, 97.5]), abs=0.6
     )
@@ -183,7 +183,7 @@ def test_resampled_medians_follow_the_exact_bootstrap_distribution(values):
     n = ordered.size
     every_resample = (np.arange(n**n)[:, None] // n ** np.arange(n)) % n
     exact = np.median(ordered[every_resample], axis=1)
-    drawn = stats.resample_statistic(MEDIAN, values, np.random.default_rng(4), 200_000)
+    drawn = resampling.resample_statistic(MEDIAN, values, np.random.default_rng(4), 200_000)
     assert set(np.unique(drawn)) <= set(np.unique(exact))
     # 0.006 is beyond the 99.9% critical value of the distance for 200 000 draws (0.0044).
     assert largest_cdf_gap(exact, drawn) < 0.006
@@ -194,5 +194,102 @@ def test_resampled_medians_of_a_large_group_match_resampling_by_index(n):
     values = np.random.default_rng(6).lognormal(size=n)
     positions = np.random.default_rng(7).integers(0, n, size=(20_000, n))
     by_index = np.median(values[positions], axis=1)
-    drawn = stats.resample_statistic(MEDIAN, values, np.random.default_rng(8), 20_000)
+    drawn = resampling.resample_statistic(MEDIAN, values, np.random.default_rng(8), 20_000)
     assert largest_cdf_gap(by_index, drawn) < 0.025
+
+
+def test_the_interval_always_holds_the_reported_gap():
+    """Draws all above the gap (a pivot whose centre is not the gap) still give an interval
+    that reaches it."""
+    result = stats.verdict_from_draws(0.2, np.linspace(0.5, 0.9, 1000))
+    assert result.ci_low == 0.2
+    assert result.ci_high == pytest.approx(0.89, abs=0.01)
+
+
+def test_a_gap_of_zero_is_never_established_whatever_the_draws():
+    result = stats.verdict_from_draws(0.0, np.linspace(0.1, 0.3, 1000))
+    assert (result.ci_low, result.p, result.verdict) == (0.0, 1.0, stats.INCONCLUSIVE)
+
+
+def test_bounds_cut_an_interval_where_a_gap_cannot_go():
+    result = stats.verdict_from_draws(0.9, np.linspace(0.6, 1.4, 1000), bounds=(-1.0, 1.0))
+    assert result.ci_high == 1.0
+    assert result.ci_low == pytest.approx(0.62, abs=0.01)
+    assert result.is_established
+
+
+@pytest.mark.parametrize(
+    "cell, reference",
+    [
+        ([1.0, 4.0, 9.0], [2.0, 7.0]),  # odd and even, one block of three and one of two
+        ([1.0, 3.0, 3.0, 8.0], [2.0, 5.0, 6.0, 13.0, 21.0]),  # ties; blocks of three
+        ([4.0, 1.0], [9.0, 2.0, 6.0, 7.0, 3.0, 8.0, 5.0, 10.0, 11.0, 12.0]),
+        # 12 870 deals, more than resampling.ENUMERATED_DEALS: shuffled run by run
+        ([1.0, 3, 5, 7, 9, 11, 13, 15], [2.0, 4, 6, 8, 10, 12, 14, 16]),
+    ],
+)
+def test_shuffled_medians_follow_the_law_of_every_shuffle(cell, reference):
+    """The shuffled medians against the exact law: every way of dealing the runs back to the
+    two cells enumerated, each cell keeping its number of runs (listed deals drawn from, or
+    runs shuffled, by the task's size)."""
+    import itertools
+    from collections import Counter
+
+    runs = cell + reference
+    deals = list(itertools.combinations(range(len(runs)), len(cell)))
+    exact = Counter()
+    for chosen in deals:
+        mine = [runs[i] for i in chosen]
+        theirs = [runs[i] for i in range(len(runs)) if i not in chosen]
+        exact[float(np.median(mine) - np.median(theirs))] += 1 / len(deals)
+    rng = np.random.default_rng(3)
+    dealt = resampling.dealt_median_gaps([cell], [reference], rng, 40_000, lambda v: v)
+    # The observed deal first, by the same arithmetic as the shuffles.
+    assert dealt[0] == np.median(cell) - np.median(reference)
+    drawn = dealt[1:]
+    found = Counter(drawn.tolist())
+    assert set(found) <= set(exact)
+    for value, share in exact.items():
+        assert found[value] / drawn.size == pytest.approx(share, abs=0.01)
+
+
+def test_shuffled_rates_follow_the_law_of_shuffling_by_index():
+    """The hypergeometric shortcut against dealing the runs out by index."""
+    cell, reference = [[True, True, False]], [[False, False, True, False]]
+    rng = np.random.default_rng(5)
+    runs = np.array(cell[0] + reference[0], dtype=float)
+    by_index = []
+    for _ in range(20_000):
+        dealt = rng.permutation(runs)
+        by_index.append(resampling.pooled_rate_gap([dealt[:3]], [dealt[3:]]))
+    by_index = np.array([gap / error for gap, error in by_index])
+    dealt = resampling.dealt_rate_ratios(cell, reference, np.random.default_rng(6), 20_000)
+    gap, error = resampling.pooled_rate_gap(cell, reference)
+    assert dealt[0] == pytest.approx(gap / error)  # the observed deal first
+    drawn = dealt[1:]
+    for value in np.unique(by_index):
+        share = np.mean(np.isclose(drawn, value))
+        assert share == pytest.approx(np.mean(np.isclose(by_index, value)), abs=0.015)
+
+
+def test_a_median_deal_that_ties_the_observed_one_counts_as_reaching_it():
+    """Medians of many equal values: a seventh of the deals of the middle task tie the
+    observed medians (3 against 2), and the other two tasks tie in every deal. p against every
+    deal enumerated, a tie counted on the far side (computed apart from the deals, the observed
+    log gap rounded differently and put the ties on the near side)."""
+    import itertools
+
+    from agentab.synthesis import strata
+
+    cell = [[5.0] * 4, [2.0, 3, 3, 3], [7.0] * 4]
+    reference = [[5.0] * 4, [1.0, 1, 3, 3], [7.0] * 4]
+    runs = cell[1] + reference[1]
+    middle = []
+    for chosen in itertools.combinations(range(8), 4):
+        ours = [runs[i] for i in chosen]
+        others = [runs[i] for i in range(8) if i not in chosen]
+        middle.append(np.log(np.median(ours)) - np.log(np.median(others)))
+    observed = np.log(3.0) - np.log(2.0)
+    exact_p = 2 * np.mean(np.array(middle) >= observed - 1e-12)  # 2 x 15/70
+    verdict = strata.pooled_gap_verdict(MEDIAN, strata.LOG, cell, reference, "ties")
+    assert verdict.p == pytest.approx(exact_p, abs=0.02)

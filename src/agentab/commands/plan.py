@@ -72,8 +72,15 @@ def run(args) -> int:
             for row in repetitions_needed(args.results_dir, gap=size, metrics=[metric], **settings)
         ]
     cost = planned_cost(args.results_dir, rows)
-    print(render(rows, args.power, args.max_repetitions, args.simulations, cost))
+    tasks = task_names(args.results_dir)
+    print(render(rows, args.power, args.max_repetitions, args.simulations, cost, tasks))
     return 0
+
+
+def task_names(results_dir: Path) -> list[str]:
+    """The tasks of a scenario with several; [] with one (named or not)."""
+    names = [task.name for task in load_frozen_scenario(results_dir).tasks]
+    return names if len(names) > 1 else []
 
 
 def run_cost(record) -> float | None:
@@ -110,13 +117,16 @@ def planned_cost(results_dir: Path, rows: list[PowerRow]) -> list[str]:
         sum(costs[cell.name]) / len(costs[cell.name]) if costs.get(cell.name) else overall
         for cell in scenario.cells
     ]
-    total = repetitions * sum(means)
-    count = repetitions * len(scenario.cells)
+    tasks = len(scenario.tasks) if len(scenario.tasks) > 1 else 1
+    total = repetitions * tasks * sum(means)
+    count = repetitions * tasks * len(scenario.cells)
     cells = len(scenario.cells)
+    per_task = f" × {tasks} tasks" if tasks > 1 else ""
     spread = f"{usd(min(means))} to {usd(max(means))}" if len(set(means)) > 1 else usd(means[0])
     return [
         "",
-        f"cost: {repetitions} repetitions × {cells} cell{'s' * (cells != 1)} = {count} runs ≈ "
+        f"cost: {repetitions} repetitions × {cells} cell{'s' * (cells != 1)}{per_task} = "
+        f"{count} runs ≈ "
         f"{usd(total)} USD, at each cell's mean cost per run in the pilot ({spread} USD, from "
         f"{len(every)} runs with a cost); the pilot's own runs cost {usd(sum(every))} USD. "
         "Set [protocol] budget_usd in the scenario to cap it.",
@@ -173,13 +183,26 @@ def metrics_by_kind(results_dir: Path) -> tuple[list[str], list[str]]:
 
 
 def render(
-    rows: list[PowerRow], power: float, max_repetitions: int, simulations: int, cost=()
+    rows: list[PowerRow],
+    power: float,
+    max_repetitions: int,
+    simulations: int,
+    cost=(),
+    tasks: list[str] = (),
 ) -> str:
-    lines = [
-        f"repetitions per cell for a {power:.0%} chance of an established gap "
-        f"({simulations} simulated experiments per size, {stats.DRAWS} bootstrap draws each)",
-        "",
-    ]
+    if tasks:
+        head = (
+            f"repetitions per cell and task for a {power:.0%} chance of an established pooled "
+            f"gap over the {len(tasks)} tasks ({', '.join(tasks)}), each task drawn from its "
+            f"own pilot runs ({simulations} simulated experiments per size, {stats.DRAWS} "
+            "stratified shuffles each)"
+        )
+    else:
+        head = (
+            f"repetitions per cell for a {power:.0%} chance of an established gap "
+            f"({simulations} simulated experiments per size, {stats.DRAWS} bootstrap draws each)"
+        )
+    lines = [head, ""]
     if not rows:
         return "\n".join(lines + ["no scored metric with pilot values to plan from"])
     header = ("metric", "cell", "pilot n", "gap", "repetitions", "power")
@@ -199,17 +222,20 @@ def render(
     for line in table:
         cells = (text.ljust(width) for text, width in zip(line, widths, strict=True))
         lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines + list(cost) + pilot_caution(rows))
+    notes = [f"{row.metric}: {row.note}" for row in rows if row.note and row.repetitions]
+    lines += ["", *notes] if notes else []
+    return "\n".join(lines + list(cost) + pilot_caution(rows, per_task=bool(tasks)))
 
 
-def pilot_caution(rows: list[PowerRow]) -> list[str]:
+def pilot_caution(rows: list[PowerRow], per_task: bool = False) -> list[str]:
     """Say from how many runs the estimates came, and that a small pilot makes them rough."""
     sizes = [n for row in rows for n in (row.pilot_n_ref, row.pilot_n_cell) if n]
     if not sizes:
         return []
     smallest, largest = min(sizes), max(sizes)
     counted = f"{smallest}" if smallest == largest else f"{smallest} to {largest}"
-    line = f"pilot: these estimates come from {counted} valid runs per cell"
+    over = " over all its tasks (each task's runs are that task's pilot)" if per_task else ""
+    line = f"pilot: these estimates come from {counted} valid runs per cell{over}"
     if smallest >= ROUGH_PILOT_BELOW:
         return ["", line + "."]
     return [

@@ -136,6 +136,7 @@ def cell_context(scenario, cell, context: dict, entries: list[RunEntry]) -> dict
         "metrics": context["metrics"],
         "values": context["values"],
         "gaps": [item for item in context["gaps"] if item["gap"].cell == cell.name],
+        "task_gaps": [item for item in context["task_gaps"] if item["gap"].cell == cell.name],
         "as_reference": cell.name == scenario.reference,
         "statuses": RUN_STATUSES,
         "counts": status_counts(entries),

@@ -16,7 +16,7 @@ from agentab.synthesis.environment import environment_warnings
 from agentab.synthesis.integrity import changed_runs_warnings
 from agentab.synthesis.protected import protected_edit_warnings
 from agentab.synthesis.results import STATUSES, RunRecord
-from agentab.synthesis.strata import ALL
+from agentab.synthesis.strata import ALL, LINEAR, LOG
 from agentab.synthesis.verdicts import HOLM_LEVEL, PENDING_NOTE, CellValue, Gap, SynthesisResult
 
 
@@ -41,9 +41,30 @@ def _interval(low: float, high: float, kind: str) -> str:
 
 
 def describe_gap_figures(gap: Gap) -> str:
-    """`+80 pp [+50, +100] pp` or `+1 [0, +1]`: a gap and its 95% interval, as the report writes."""
+    """`+80 pp [+50, +100] pp` or `+1 [0, +1]`: a gap and its 95% interval, as the report writes
+    (a median pooled as a geometric mean also as percentages of the reference's value)."""
+    return f"{_difference(gap)} {_gap_interval(gap)}"
+
+
+def _gap_interval(gap: Gap) -> str:
     interval = _interval(gap.verdict.ci_low, gap.verdict.ci_high, gap.kind)
-    return f"{_signed(gap.verdict.gap, gap.kind)} {interval}"
+    return f"{interval} ({_relative_interval(gap)})" if gap.scale == LOG else interval
+
+
+def _difference(gap: Gap) -> str:
+    """The gap in its unit, and for a median pooled on the log scale also as a percentage of
+    the reference's value: the factor the verdict was read on."""
+    text = _signed(gap.verdict.gap, gap.kind)
+    return f"{text} ({_percent(gap.verdict.gap / gap.value_ref)})" if gap.scale == LOG else text
+
+
+def _relative_interval(gap: Gap) -> str:
+    low, high = (end / gap.value_ref for end in (gap.verdict.ci_low, gap.verdict.ci_high))
+    return f"{_percent(low)} to {_percent(high)}"
+
+
+def _percent(share: float) -> str:
+    return f"{_plain(100 * share)}%"
 
 
 def _p_value(p: float | None) -> str:
@@ -66,11 +87,13 @@ def _median(agg: Aggregate) -> str:
     return f"{_number(agg.value)} (IQR {_number(agg.low)}–{_number(agg.high)}, n = {agg.n})"
 
 
-def _pooled(agg: Aggregate) -> str:
-    """A cell's pooled value over several tasks: the mean of its tasks' statistics."""
+def _pooled(agg: Aggregate, scale: str = LINEAR) -> str:
+    """A cell's pooled value over several tasks: the mean of its tasks' statistics (of a median
+    of positive values, the geometric mean)."""
     if agg.kind == RATE:
         return f"{100 * agg.value:.0f}% (mean over tasks; {agg.k}/{agg.n} runs)"
-    return f"{_number(agg.value)} (mean of the tasks' medians, n = {agg.n})"
+    mean = "geometric mean" if scale == LOG else "mean"
+    return f"{_number(agg.value)} ({mean} of the tasks' medians, n = {agg.n})"
 
 
 def describe_value(row: CellValue) -> str:
@@ -84,7 +107,7 @@ def describe_value(row: CellValue) -> str:
     elif agg.value is None:
         text = f"no pooled value: a task has no valid value (n = {agg.n})"
     elif not agg.dispersion:
-        text = _pooled(agg)
+        text = _pooled(agg, row.scale)
     elif agg.kind == RATE:
         text = _rate(agg)
     else:
@@ -108,7 +131,7 @@ def describe_gap_plainly(gap: Gap, values: dict) -> str:
         values[gap.reference, gap.metric].aggregate,
     )
     if not mine.dispersion:  # pooled over several tasks
-        compared = f"{_pooled(mine)} against {_pooled(theirs)}"
+        compared = f"{_pooled(mine, gap.scale)} against {_pooled(theirs, gap.scale)}"
         statistic = "rate" if gap.kind == RATE else "median"
     elif gap.kind == RATE:
         compared = f"{mine.k}/{mine.n} runs against {theirs.k}/{theirs.n}"
@@ -124,8 +147,8 @@ def describe_gap_plainly(gap: Gap, values: dict) -> str:
     )
     return (
         f"In `{gap.cell}`, the {statistic} of `{gap.metric}` is {direction} than in "
-        f"`{gap.reference}`: {compared}, a gap of {_signed(gap.verdict.gap, gap.kind)} "
-        f"(95% interval {_interval(gap.verdict.ci_low, gap.verdict.ci_high, gap.kind)}); "
+        f"`{gap.reference}`: {compared}, a gap of {_difference(gap)} "
+        f"(95% interval {_gap_interval(gap)}); "
         f"{holm}."
     )
 
@@ -275,6 +298,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
     status_by_cell = Counter((run.cell, run.status) for run in result.runs)
     missing_by_cell = Counter(missing.cell for missing in result.missing)
     values = {(row.cell, row.metric): row for row in result.cell_values if row.task == ALL}
+    every_value = {(row.cell, row.metric, row.task): row for row in result.cell_values}
     isolated = [
         row for row in result.cell_values if row.note.startswith("isolated") and row.aggregate.n
     ]
@@ -290,14 +314,15 @@ def report_context(result: SynthesisResult, scenario) -> dict:
         "stats": stats,
         "holm_level": HOLM_LEVEL,
         "expected_runs": len(scenario.run_cells) * scenario.repetitions,
-        "tasks": [task.name for task in scenario.tasks],
+        # One task, named or not, is one task: no per-task sections.
+        "tasks": [task.name for task in scenario.tasks] if len(scenario.tasks) > 1 else [],
         "task_values": {
             (row.cell, row.metric, row.task): describe_value(row)
             for row in result.cell_values
             if row.task != ALL
         },
-        "task_gaps": [gap_row(gap, result) for gap in result.task_gaps],
-        "calibration": [gap_row(gap, result) for gap in result.calibration],
+        "task_gaps": [gap_row(gap, every_value) for gap in result.task_gaps],
+        "calibration": [gap_row(gap, every_value) for gap in result.calibration],
         "calibration_summary": calibration_summary(result.calibration),
         "counts": {status: counts.get(status, 0) for status in STATUSES},
         "matrix": [
@@ -320,7 +345,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
             for metric in scenario.metrics
         ],
         "values": {key: describe_value(row) for key, row in values.items()},
-        "gaps": [gap_row(gap, result) for gap in result.family],
+        "gaps": [gap_row(gap, every_value) for gap in result.family],
         "established": [describe_gap_plainly(gap, values) for gap in result.established],
         "surviving_holm": sum(gap.survives_holm for gap in result.family),
         "isolated": [{"row": row, "text": describe_isolated(row)} for row in isolated],
@@ -345,15 +370,15 @@ def report_context(result: SynthesisResult, scenario) -> dict:
     }
 
 
-def gap_row(gap: Gap, result: SynthesisResult) -> dict:
-    """A gap as the tables of synthesis.md and of the report write it."""
-    values = {(row.cell, row.metric, row.task): row for row in result.cell_values}
+def gap_row(gap: Gap, values: dict) -> dict:
+    """A gap as the tables of synthesis.md and of the report write it; `values` holds every
+    row of cells.csv by (cell, metric, task)."""
     return {
         "gap": gap,
         "value_cell": describe_value(values[gap.cell, gap.metric, gap.task]),
         "value_ref": describe_value(values[gap.reference, gap.metric, gap.task]),
-        "difference": _signed(gap.verdict.gap, gap.kind),
-        "interval": _interval(gap.verdict.ci_low, gap.verdict.ci_high, gap.kind),
+        "difference": _difference(gap),
+        "interval": _gap_interval(gap),
         "p": _p_value(gap.verdict.p),
         "p_holm": _p_value(gap.p_holm),
     }

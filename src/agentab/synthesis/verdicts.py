@@ -19,13 +19,16 @@ from pathlib import Path
 import numpy as np
 
 from agentab.metrics import DIAGNOSTIC, MEDIAN, RATE, Aggregate, MetricType, aggregate, metric_type
-from agentab.synthesis import stats
+from agentab.synthesis import resampling, stats
 from agentab.synthesis.results import BadFile, MissingRun, RunRecord
 from agentab.synthesis.strata import (
     ALL,
+    LINEAR,
     pooled_aggregate,
-    pooled_draws,
-    resample_group,
+    pooled_gap_key,
+    pooled_gap_verdict,
+    scale_of,
+    stratum_key,
 )
 
 HOLM_LEVEL = 0.05
@@ -44,6 +47,7 @@ class CellValue:
     pending: int
     note: str = ""
     task: str = ALL  # a task's name on a per-task row of a scenario with several tasks
+    scale: str = LINEAR  # LOG: a pooled median, the geometric mean of the tasks' (`strata`)
 
 
 @dataclass(frozen=True)
@@ -57,11 +61,12 @@ class Gap:
     value_cell: float
     value_ref: float
     verdict: stats.GapVerdict
-    p_holm: float | None  # None outside the Holm family: an A/A gap, a per-task gap
+    p_holm: float | None  # Holm over its family (the cells', or the A/A copy's); None per task
     note: str = ""  # why an interval that excludes 0 is still not an established gap
     task: str = ALL  # a task's name: a per-task gap, descriptive (no verdict)
     calibration: bool = False  # the A/A copy of the reference against the reference
     fewest_in_a_task: int | None = None  # a pooled gap over several tasks: its smallest group
+    scale: str = LINEAR  # LOG: a median pooled over tasks as a ratio (`strata`)
 
     @property
     def pooled(self) -> bool:
@@ -187,9 +192,21 @@ def decide_metric_types(scored: ScoredValues, scenario) -> dict[str, MetricType]
 
 
 def _strata(scenario) -> list[str]:
-    """The tasks a cell's statistic is pooled over; [""] for a scenario with one task."""
+    """The tasks a cell's statistic is pooled over; [""] for a scenario with one task, named
+    (`[tasks.<name>]`) or not (`[task]`): one task is judged as one task, whatever its name."""
     names = [task.name for task in getattr(scenario, "tasks", [])]
-    return names if len(names) > 1 else [names[0] if names else ""]
+    return names if len(names) > 1 else [""]
+
+
+def metric_scales(scored: ScoredValues, scenario, types) -> dict[str, str]:
+    """How each metric is pooled over tasks (`strata.scale_of`), from every valid value of it."""
+    return {
+        metric: scale_of(
+            types[metric].kind,
+            [value for cell in scenario.cells for value in scored.get(cell.name, metric)],
+        )
+        for metric in scenario.metrics
+    }
 
 
 def compute_cell_values(scored: ScoredValues, scenario, types) -> list[CellValue]:
@@ -197,6 +214,7 @@ def compute_cell_values(scored: ScoredValues, scenario, types) -> list[CellValue
     it, descriptive: a cell's statistic is the equal-weight mean of its tasks' (`strata`)."""
     single_cell = len(scenario.cells) == 1
     strata = _strata(scenario)
+    scales = metric_scales(scored, scenario, types) if len(strata) > 1 else {}
     rows = []
     for cell in scenario.cells:
         for metric in scenario.metrics:
@@ -209,9 +227,10 @@ def compute_cell_values(scored: ScoredValues, scenario, types) -> list[CellValue
                 value = aggregate(kind, scored.get(cell.name, metric))
             else:
                 per_task = [scored.of_task(cell.name, metric, task) for task in strata]
-                value, pooled_note = pooled_aggregate(kind, per_task)
+                value, pooled_note = pooled_aggregate(kind, per_task, scales[metric])
                 note = "; ".join(text for text in (note, pooled_note) if text)
-            rows.append(CellValue(cell.name, metric, value, pending, note))
+            scale = scales.get(metric, LINEAR)
+            rows.append(CellValue(cell.name, metric, value, pending, note, scale=scale))
             if len(strata) > 1 and kind != DIAGNOSTIC:
                 rows += [
                     CellValue(
@@ -235,13 +254,16 @@ def compute_gaps(
     meanwhile: Callable[[], object] | None = None,
 ) -> list[Gap]:
     """Every gap against the reference: the pooled gaps, with their verdicts, Holm-adjusted over
-    the family (pooled gaps of the cells, the A/A copy left out), then, with several tasks, the
-    per-task gaps (descriptive intervals, no verdict).
+    their family (the cells' pooled gaps; the A/A copy's form a family of their own), then, with
+    several tasks, the per-task gaps (descriptive intervals, no verdict).
 
-    Each group (a cell's values of a metric in one task) is resampled once, on worker threads:
-    numpy releases the interpreter lock while it draws, and each group has its own random
-    stream (`strata.stratum_key`), so neither the threads nor their order change any draw.
-    `meanwhile`, if given, runs on the calling thread while the groups are being resampled.
+    With one task, each group (a cell's values of a metric) is bootstrapped once and its draws
+    serve every gap it is in; a per-task gap is bootstrapped as its task alone would be. A
+    pooled gap over several tasks is judged from the stratified shuffles of its two cells
+    (`strata.pooled_gap_verdict`). The work runs on worker threads (numpy draws without holding
+    the interpreter lock); each group and each pair has its own random stream, so neither the
+    threads nor their order change any draw. `meanwhile`, if given, runs on the calling thread
+    while they work.
     """
     if len(scenario.cells) < 2:
         if meanwhile is not None:
@@ -251,55 +273,51 @@ def compute_gaps(
     reference = scenario.reference
     by_key = {(row.cell, row.metric, row.task): row.aggregate for row in cell_values}
     aa = {cell.name for cell in scenario.cells if getattr(cell, "is_aa", False)}
-    judged = []  # (cell, metric, task, mine, theirs); task ALL for a pooled gap
-    for cell in scenario.cells:
-        if cell.name == reference:
-            continue
-        for metric in scenario.metrics:
-            if types[metric].kind not in (RATE, MEDIAN):
-                continue
-            mine, theirs = by_key[cell.name, metric, ALL], by_key[reference, metric, ALL]
-            if mine.value is not None and theirs.value is not None and mine.n and theirs.n:
-                judged.append((cell.name, metric, ALL, mine, theirs))
-            for task in strata if len(strata) > 1 else []:
-                mine_t, theirs_t = by_key[cell.name, metric, task], by_key[reference, metric, task]
-                if mine_t.n and theirs_t.n:
-                    judged.append((cell.name, metric, task, mine_t, theirs_t))
-    groups = list(
-        dict.fromkeys(
-            (who, metric, task)
-            for cell, metric, _, _, _ in judged
-            for who in (reference, cell)
-            for task in strata
-            if scored.of_task(who, metric, task) or len(strata) == 1
-        )
-    )
+    judged = judged_gaps(scenario, types, by_key, strata)
+    pooled_over_tasks = len(strata) > 1
+    scales = metric_scales(scored, scenario, types) if pooled_over_tasks else {}
 
-    def resample(group: tuple[str, str, str]) -> np.ndarray:
+    def values_of(cell: str, metric: str, task: str) -> list:
+        return scored.of_task(cell, metric, task) if task else scored.get(cell, metric)
+
+    def bootstrap(group: tuple[str, str, str]) -> np.ndarray:
         cell, metric, task = group
-        values = scored.of_task(cell, metric, task) if len(strata) > 1 else scored.get(cell, metric)
-        return resample_group(types[metric].kind, values, metric, cell, task)
+        rng = resampling.generator_for(stratum_key(metric, cell, task))
+        return resampling.resample_statistic(types[metric].kind, values_of(cell, metric, task), rng)
 
-    gap_draws = np.empty((len(judged), stats.DRAWS))
+    def shuffle(cell: str, metric: str) -> stats.GapVerdict:
+        mine = [scored.of_task(cell, metric, task) for task in strata]
+        theirs = [scored.of_task(reference, metric, task) for task in strata]
+        kind, key = types[metric].kind, pooled_gap_key(metric, cell, reference)
+        return pooled_gap_verdict(kind, scales[metric], mine, theirs, key)
+
+    plain = {
+        (who, metric, "" if task == ALL else task): None
+        for cell, metric, task, _, _ in judged
+        if task != ALL or not pooled_over_tasks
+        for who in (reference, cell)
+    }
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = {group: pool.submit(resample, group) for group in groups}
+        draws = {group: pool.submit(bootstrap, group) for group in plain}
+        shuffled = {
+            (cell, metric): pool.submit(shuffle, cell, metric)
+            for cell, metric, task, _, _ in judged
+            if task == ALL and pooled_over_tasks
+        }
         if meanwhile is not None:
             meanwhile()
-
-        def draws(cell: str, metric: str, task: str) -> np.ndarray:
-            tasks = strata if task == ALL else [task]
-            return pooled_draws([futures[cell, metric, t].result() for t in tasks])
-
-        for row, (cell, metric, task, _, _) in enumerate(judged):
-            np.subtract(
-                draws(cell, metric, task), draws(reference, metric, task), out=gap_draws[row]
+        verdicts = []
+        for cell, metric, task, mine, theirs in judged:
+            if task == ALL and pooled_over_tasks:
+                verdicts.append(shuffled[cell, metric].result())
+                continue
+            group = "" if task == ALL else task
+            gap_draws = (
+                draws[cell, metric, group].result() - draws[reference, metric, group].result()
             )
-    # A pooled value is the equal-weight mean of the tasks' statistics (`strata`): their gap.
-    verdicts = stats.verdicts_from_draws(
-        [mine.value - theirs.value for _, _, _, mine, theirs in judged], gap_draws
-    )
-    family = [i for i, item in enumerate(judged) if item[2] == ALL and item[0] not in aa]
-    adjusted = dict(zip(family, stats.holm([verdicts[i].p for i in family]), strict=True))
+            # A pooled value is the equal-weight mean of the tasks' statistics (`strata`): their gap.
+            verdicts.append(stats.verdict_from_draws(mine.value - theirs.value, gap_draws))
+    adjusted = holm_by_family(judged, verdicts, aa)
     gaps = [
         Gap(
             cell=cell,
@@ -315,6 +333,7 @@ def compute_gaps(
             p_holm=adjusted.get(index),
             task=task,
             calibration=cell in aa,
+            scale=scales.get(metric, LINEAR) if task == ALL else LINEAR,
         )
         for index, ((cell, metric, task, mine, theirs), verdict) in enumerate(
             zip(judged, verdicts, strict=True)
@@ -323,6 +342,38 @@ def compute_gaps(
     # The pooled gaps first (the family, then the A/A copy's), the per-task gaps after.
     gaps.sort(key=lambda gap: (not gap.pooled, gap.calibration))
     return [too_few_runs(gap) if gap.pooled else gap for gap in gaps]
+
+
+def judged_gaps(scenario, types, by_key: dict, strata: list[str]) -> list[tuple]:
+    """(cell, metric, task, mine, theirs) of every gap to judge: task ALL for a pooled gap (when
+    both cells have a pooled value), then a task's name for each per-task gap."""
+    reference = scenario.reference
+    judged = []
+    for cell in scenario.cells:
+        if cell.name == reference:
+            continue
+        for metric in scenario.metrics:
+            if types[metric].kind not in (RATE, MEDIAN):
+                continue
+            mine, theirs = by_key[cell.name, metric, ALL], by_key[reference, metric, ALL]
+            if mine.value is not None and theirs.value is not None and mine.n and theirs.n:
+                judged.append((cell.name, metric, ALL, mine, theirs))
+            for task in strata if len(strata) > 1 else []:
+                mine_t, theirs_t = by_key[cell.name, metric, task], by_key[reference, metric, task]
+                if mine_t.n and theirs_t.n:
+                    judged.append((cell.name, metric, task, mine_t, theirs_t))
+    return judged
+
+
+def holm_by_family(judged: list[tuple], verdicts, aa: set[str]) -> dict[int, float]:
+    """Holm's p of each pooled gap, over its family: the cells' pooled gaps together, the A/A
+    copy's apart (a report with four A/A gaps would otherwise warn in about one null experiment
+    out of five rather than one out of twenty)."""
+    adjusted = {}
+    for in_aa in (False, True):
+        family = [i for i, item in enumerate(judged) if item[2] == ALL and (item[0] in aa) == in_aa]
+        adjusted |= dict(zip(family, stats.holm([verdicts[i].p for i in family]), strict=True))
+    return adjusted
 
 
 def fewest_in_a_task(by_key: dict, cells, metric: str, strata, task: str) -> int | None:

@@ -40,6 +40,7 @@ SYNTHESIS_CODE = (
     "synthesis/prose.py",
     "synthesis/synthesize.py",
     "synthesis/stats.py",
+    "synthesis/resampling.py",
     "synthesis/strata.py",
     "synthesis/calibration.py",
     "synthesis/environment.py",
