@@ -20,7 +20,12 @@ from agentab.rendering import template_environment
 from agentab.report.metric_filter import runs_by_value
 from agentab.report.run_page import OFFLINE_PROVIDER, diff_css, run_view
 from agentab.report.runs import RUN_STATUSES, RunEntry, list_runs
-from agentab.report.sources import load_frozen_scenario, read_runs, synthesis_context
+from agentab.report.sources import (
+    load_frozen_scenario,
+    marked_task_rows,
+    read_runs,
+    synthesis_context,
+)
 
 REPORT_DIR = "report"
 INDEX = "index.html"
@@ -140,6 +145,7 @@ def cell_context(scenario, cell, context: dict, entries: list[RunEntry]) -> dict
         "statuses": RUN_STATUSES,
         "counts": status_counts(entries),
         "runs": entries,
+        "tasks_marked": marked_task_rows(context, cell.name),  # sorted, against the pooled gap
         "behind": {
             metric["name"]: runs_by_value(entries, metric["name"])
             for metric in context["metrics"]

@@ -1,20 +1,23 @@
 """What people ask of the results, as synthesis.md and the report write it (DESIGN §16): can the
-judge be trusted (`judge_agreement`), and what does a cell cost for what it scores (`frontier`).
+judge be trusted (`judge_agreement`), what does a cell cost for what it scores (`frontier`), and
+which tasks got worse (`task_directions`).
 """
 
 from __future__ import annotations
 
 from agentab.synthesis.frontier import frontier
 from agentab.synthesis.judge_agreement import JudgeAgreement, judge_agreements
+from agentab.synthesis.task_directions import against_line
 from agentab.synthesis.verdicts import SynthesisResult
 from agentab.synthesis.wording import percent, signed, signed_interval
 
 
 def questions_context(result: SynthesisResult, scenario) -> dict:
-    """The keys the templates read: `judge_people`, `frontier`."""
+    """The keys the templates read: `judge_people`, `frontier`, `tasks_against`."""
     return {
         "judge_people": [judge_view(item) for item in judge_agreements(result, scenario)],
         "frontier": frontier(result, scenario),
+        "tasks_against": against_line(result.gaps),
     }
 
 
