@@ -126,6 +126,7 @@ def overview_context(results_dir: Path, scenario, context: dict, entries) -> dic
         "counts": status_counts(entries),
         "cell_counts": {name: status_counts(found) for name, found in by_cell.items()},
         "figure": (results_dir / "gaps.svg").is_file(),
+        "frontier_figure": (results_dir / "frontier.svg").is_file(),
         "synthesis_file": (results_dir / "synthesis.md").is_file(),
         "warnings": warnings(context, entries),
         "usage": usage(context, [entry.record for entry in entries if entry.record]),
