@@ -191,7 +191,7 @@ def test_each_point_of_the_figure_sits_at_its_cells_values(tmp_path):
     )
     texts = [t.text for t in root.iter(f"{SVG}text")]
     assert (
-        "`rule` is on the frontier: +50 pp ran_tests for +9% tokens against `nothing` (the reference)"
+        "rule is on the frontier: +50 pp ran_tests for +9% tokens against nothing (the reference)"
         in texts
     )
 

@@ -99,10 +99,12 @@ def check_calibrated_metric(
         return
     judge = data["validators"][judges[metric]]
     kind = judge_property_type(judge, metric, sc_dir)
+    if kind is None:
+        return  # an unreadable schema, or one without types: the judge's own check names it
     if kind != "boolean":
         sink.add(
             where,
-            f"the judge `{judges[metric]}` answers `{metric}` with a {kind or 'value of no type'}"
+            f"the judge `{judges[metric]}` answers `{metric}` with a {kind}"
             ": κ and the corrected rate compare yes/no answers",
             f'make `{metric}` {{"type": "boolean"}} in the judge\'s schema, or calibrate '
             "another metric",
@@ -113,7 +115,7 @@ def judge_property_type(judge: dict, metric: str, sc_dir: Path) -> str | None:
     """The JSON type the judge's schema gives a metric (its own check reports a bad schema)."""
     path = resolve_file(sc_dir, judge["schema_file"], "", Collector(sc_dir, ""))
     try:
-        schema = json.loads(path.read_text(encoding="utf-8")) if path else {}
+        schema = json.loads(path.read_text(encoding="utf-8-sig")) if path else {}
     except (OSError, ValueError):
         return None
     found = (schema.get("properties") or {}).get(metric) if isinstance(schema, dict) else None

@@ -104,8 +104,8 @@ def _panel(panel: Panel, unit: str, top: float) -> list[str]:
         parts += _point(point, unit, x, y)
     words_top = plot_bottom + AXIS
     parts.append(_text(LEFT + PLOT_WIDTH / 2, plot_bottom + 28, f"{unit} per run", anchor="middle"))
-    for index, sentence in enumerate(panel.sentences):
-        parts.append(_text(MARGIN, words_top + LINE * (index + 0.8), sentence))
+    for index, sentence in enumerate(panel.sentences):  # Markdown's backticks: not in a figure
+        parts.append(_text(MARGIN, words_top + LINE * (index + 0.8), sentence.replace("`", "")))
     return parts
 
 
@@ -120,13 +120,15 @@ def _point(point: Point, unit: str, x, y) -> list[str]:
     )
     left_side = x(point.cost) > LEFT + 0.6 * PLOT_WIDTH
     label_x = x(point.cost) + (-7 if left_side else 7)
+    # Below the point near the top, where above it would run into the panel's title.
+    label_y = y(point.rate) + (16 if point.rate > 0.9 else -6)
     return [
         f'<g class="cell"><title>{escape(tip)}</title>',
         _line(x(point.cost_low), y(point.rate), x(point.cost_high), y(point.rate), colour, 1.5),
         _line(x(point.cost), y(point.rate_low), x(point.cost), y(point.rate_high), colour, 1.5),
         _circle(x(point.cost), y(point.rate), fill, colour),
         "</g>",
-        _text(label_x, y(point.rate) - 6, point.cell, anchor="end" if left_side else "start"),
+        _text(label_x, label_y, point.cell, anchor="end" if left_side else "start"),
     ]
 
 

@@ -9,7 +9,7 @@ from agentab.synthesis.frontier import frontier
 from agentab.synthesis.judge_agreement import JudgeAgreement, judge_agreements
 from agentab.synthesis.task_directions import against_line
 from agentab.synthesis.verdicts import SynthesisResult
-from agentab.synthesis.wording import percent, signed, signed_interval
+from agentab.synthesis.wording import p_text, percent, signed, signed_interval
 
 
 def questions_context(result: SynthesisResult, scenario) -> dict:
@@ -54,7 +54,7 @@ def judge_view(found: JudgeAgreement) -> dict:
                 ),
                 "corrected": signed(gap.verdict.gap),
                 "interval": signed_interval(gap.verdict.ci_low, gap.verdict.ci_high),
-                "p": f"{gap.verdict.p:.3g}",
+                "p": p_text(gap.verdict.p),
             }
             for gap in found.gaps
         ],

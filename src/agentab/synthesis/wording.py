@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from agentab.metrics import RATE
+from agentab.synthesis import stats
 
 
 def percent(share: float) -> str:
@@ -21,3 +22,8 @@ def signed(value: float, kind: str = RATE) -> str:
 def signed_interval(low: float, high: float) -> str:
     """A rate gap's interval: `[+56.8, +100] pp`."""
     return "[{}, {}] pp".format(*(signed(end).removesuffix(" pp") for end in (low, high)))
+
+
+def p_text(p: float) -> str:
+    """A p-value: with `stats.DRAWS` draws the smallest non-zero p is 2 / DRAWS."""
+    return f"< {2 / stats.DRAWS:g}" if p == 0 else f"{p:.3g}"
