@@ -7,7 +7,7 @@ folder or file name of its own. A path is built from parts joined as paths, neve
 results/<scenario>/                  ResultsFolder
   scenario.toml                      the scenario exactly as it was run
   bricks/<hash>/ inputs/<hash>/      its bricks and other inputs, frozen
-  synthesis.md cells.csv gaps.csv measures.csv gaps.svg
+  synthesis.md cells.csv gaps.csv measures.csv gaps.svg frontier.svg
   report/                            the static HTML report
   forms/<v>.blank.toml <v>.toml <v>.material/
   .form-keys/<v>.json <v>.answers.json
@@ -31,7 +31,14 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-SYNTHESIS_FILES = ("synthesis.md", "cells.csv", "gaps.csv", "measures.csv", "gaps.svg")
+SYNTHESIS_FILES = (
+    "synthesis.md",
+    "cells.csv",
+    "gaps.csv",
+    "measures.csv",
+    "gaps.svg",
+    "frontier.svg",
+)
 
 
 def rep_folder(rep: int | str) -> str:

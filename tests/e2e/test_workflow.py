@@ -92,7 +92,7 @@ def test_editing_a_validator_reruns_its_jobs_never_an_agent_run(
         "validate_run": 8,
         "measure_run": 8,
         "synthesize": 1,
-        "form_blank": 1,
+        "form_blank": 2,  # review, and people (the judge checked against people)
         "report": 1,
     }
     result = snakemake(project)
@@ -252,7 +252,7 @@ def test_form_round_trip_updates_only_measures_and_synthesis(
         "ingest_form": 1,
         "measure_run": 8,
         "synthesize": 1,
-        "form_blank": 1,
+        "form_blank": 2,  # review, and people (the judge checked against people)
         "report": 1,
     }
     result = snakemake(project)

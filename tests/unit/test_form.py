@@ -247,11 +247,16 @@ def test_the_form_command_writes_blanks_and_counts_pending(results, capsys):
     assert main(["form", "status", str(results)]) == 0
     forms = results / "forms"
     assert capsys.readouterr().out.splitlines() == [
-        "demo: 1 of 1 form pending",
+        "demo: 2 of 2 forms pending",
         "review: 0 of 12 runs answered, 12 pending",
         "  items pending: readable (12 runs)",
         f"  not started: copy {forms / 'review.blank.toml'} to {forms / 'review.toml'} and "
         f"answer it (each run's material is in {forms / 'review.material'})",
+        # The demo's form that checks the judge: its sample of 36 holds all 12 runs here.
+        "people: 0 of 12 runs answered, 12 pending",
+        "  items pending: on_task_person (12 runs)",
+        f"  not started: copy {forms / 'people.blank.toml'} to {forms / 'people.toml'} and "
+        f"answer it (each run's material is in {forms / 'people.material'})",
     ]
     fill(results, {0: "readable = true"})
     assert main(["form", "status", str(results)]) == 0

@@ -47,7 +47,7 @@ def test_a_validators_params_are_its_own_table_and_files_only():
     assert flow.validator_params("demo", "tests") != flow.validator_params("demo", "scope")
     assert json.loads(flow.measure_params("demo"))["metrics"][0] == "tests_pass"
     assert flow.scored_validators("demo") == ["tests", "behaviour", "scope", "on_task"]
-    assert flow.form_validators("demo") == ["review"]
+    assert flow.form_validators("demo") == ["review", "people"]
 
 
 def test_each_cell_waits_for_its_own_harness_install():

@@ -9,6 +9,7 @@ from agentab.budget import usd
 from agentab.errors import AgentabError, problem
 from agentab.metrics import MEDIAN, RATE
 from agentab.synthesis import stats
+from agentab.synthesis.label_plan import DEFAULT_DISAGREEMENT, label_plans, render_label_plans
 from agentab.synthesis.power import DEFAULT_SIMULATIONS, PowerRow, repetitions_needed
 from agentab.synthesis.results import load_frozen_scenario, read_runs
 from agentab.synthesis.verdicts import ScoredValues, decide_metric_types
@@ -55,10 +56,29 @@ def register(subparsers) -> None:
         default=DEFAULT_SIMULATIONS,
         help="simulated experiments per repetition count (more: steadier, slower)",
     )
+    parser.add_argument(
+        "--label-width",
+        type=float,
+        metavar="W",
+        help="instead: how many labels a form that checks a judge needs for each cell's "
+        "corrected rate to have a 95%% interval at most W wide (0.2 = 20 pp)",
+    )
+    parser.add_argument(
+        "--disagreement",
+        type=float,
+        default=DEFAULT_DISAGREEMENT,
+        help="with --label-width, before any label is filled: the assumed share of runs "
+        "where the person and the judge differ (default %(default)s)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if args.label_width is not None:  # the judge checked against people: labels, not runs
+        print(
+            render_label_plans(label_plans(args.results_dir, args.label_width, args.disagreement))
+        )
+        return 0
     sizes = gap_sizes(args.results_dir, args.gap, args.metrics)
     settings = dict(
         power=args.power, max_repetitions=args.max_repetitions, simulations=args.simulations

@@ -20,7 +20,12 @@ from agentab.rendering import template_environment
 from agentab.report.metric_filter import runs_by_value
 from agentab.report.run_page import OFFLINE_PROVIDER, diff_css, run_view
 from agentab.report.runs import RUN_STATUSES, RunEntry, list_runs
-from agentab.report.sources import load_frozen_scenario, read_runs, synthesis_context
+from agentab.report.sources import (
+    load_frozen_scenario,
+    marked_task_rows,
+    read_runs,
+    synthesis_context,
+)
 
 REPORT_DIR = "report"
 INDEX = "index.html"
@@ -121,6 +126,7 @@ def overview_context(results_dir: Path, scenario, context: dict, entries) -> dic
         "counts": status_counts(entries),
         "cell_counts": {name: status_counts(found) for name, found in by_cell.items()},
         "figure": (results_dir / "gaps.svg").is_file(),
+        "frontier_figure": (results_dir / "frontier.svg").is_file(),
         "synthesis_file": (results_dir / "synthesis.md").is_file(),
         "warnings": warnings(context, entries),
         "usage": usage(context, [entry.record for entry in entries if entry.record]),
@@ -136,11 +142,11 @@ def cell_context(scenario, cell, context: dict, entries: list[RunEntry]) -> dict
         "metrics": context["metrics"],
         "values": context["values"],
         "gaps": [item for item in context["gaps"] if item["gap"].cell == cell.name],
-        "task_gaps": [item for item in context["task_gaps"] if item["gap"].cell == cell.name],
         "as_reference": cell.name == scenario.reference,
         "statuses": RUN_STATUSES,
         "counts": status_counts(entries),
         "runs": entries,
+        "tasks_marked": marked_task_rows(context, cell.name),  # sorted, against the pooled gap
         "behind": {
             metric["name"]: runs_by_value(entries, metric["name"])
             for metric in context["metrics"]

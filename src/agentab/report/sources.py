@@ -23,6 +23,7 @@ from agentab.synthesis.results import (
     read_runs,
 )
 from agentab.synthesis.synthesize import output_paths
+from agentab.synthesis.task_directions import marked_task_rows
 from agentab.synthesis.verdicts import (
     PENDING_NOTE,
     ScoredValues,
@@ -41,6 +42,7 @@ __all__ = [
     "MissingRun",
     "RunRecord",
     "load_frozen_scenario",
+    "marked_task_rows",
     "missing_runs",
     "not_started_reason",
     "read_runs",

@@ -244,6 +244,7 @@ def _type_fix(path: list) -> str:
     last = str(path[-1]) if path else ""
     hints = {
         "repetitions": "repetitions is an integer ≥ 1, e.g. repetitions = 10",
+        "sample": "sample is an integer ≥ 1: how many runs a person labels, e.g. sample = 40",
         "thinking": "one of off, minimal, low, medium, high, xhigh, max",
         "mode": 'mode is "script", "judge" or "form"',
         "name": "letters, digits, '.', '_' and '-' only (it names results/<name>/)",

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from agentab.metrics import REASON_FIELDS
+from agentab.scenario.calibrating import check_calibrating_form, is_calibrating
 from agentab.scenario.names import check_validator_names
 from agentab.scenario.rules import resolve_file, resolve_relative
 from agentab.scenario.source import Collector
@@ -39,9 +40,11 @@ def check_validators(data: dict, sc_dir: Path, sink: Collector, check: bool) -> 
                 check_rubric(spec, sc_dir, key, sink)
             for metric in sorted(judge_metrics(spec, sc_dir, key, sink, check)):
                 claim_metric(metric, name, f"{key}.schema_file", producers, sink)
+    judges = dict(producers)  # before the forms claim theirs
     for name, spec in data.get("validators", {}).items():
         if spec.get("mode") == "form":
             check_form_fills(name, spec, data, producers, sink)
+            check_calibrating_form(name, spec, data, judges, sc_dir, sink)
     if not data.get("validators"):
         sink.add(
             "validators",
@@ -157,7 +160,7 @@ def check_form_fills(name: str, spec: dict, data: dict, producers: dict, sink: C
             )
         else:
             producers[metric] = name
-        if metric not in metrics:
+        if metric not in metrics and not is_calibrating(spec):  # its own rule: calibrating.py
             sink.add(
                 key,
                 f"form `{name}` fills `{metric}`, which is not in the metric contract",

@@ -15,6 +15,7 @@ from agentab.synthesis.calibration import aa_warnings, calibration_summary
 from agentab.synthesis.environment import environment_warnings
 from agentab.synthesis.integrity import changed_runs_warnings
 from agentab.synthesis.protected import protected_edit_warnings
+from agentab.synthesis.questions import questions_context
 from agentab.synthesis.results import STATUSES, RunRecord
 from agentab.synthesis.strata import ALL, LINEAR, LOG
 from agentab.synthesis.verdicts import HOLM_LEVEL, PENDING_NOTE, CellValue, Gap, SynthesisResult
@@ -367,6 +368,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
             "cost_usd": f"{usage['cost_usd']:.2f}",
             "priced_runs": usage["priced_runs"],
         },
+        **questions_context(result, scenario),  # the judge against people, cost, tasks
     }
 
 

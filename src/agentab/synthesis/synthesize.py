@@ -3,7 +3,8 @@
 `synthesize(results_dir)` reads the frozen scenario (cells, reference, metric contract) and every
 run's measures.json (`agentab.synthesis.results`), computes each cell's values and each gap's verdict
 (`agentab.synthesis.verdicts`), and writes `cells.csv`, `gaps.csv`, `measures.csv` (`agentab.synthesis.tables`),
-`gaps.svg` (`agentab.synthesis.figure`) and `synthesis.md` (`agentab.synthesis.prose`). It needs no
+`gaps.svg` (`agentab.synthesis.figure`), `frontier.svg` (`agentab.synthesis.frontier_figure`) and
+`synthesis.md` (`agentab.synthesis.prose`). It needs no
 agent, validator, network or workflow engine, so a verdict can be rebuilt at any time. The same
 inputs give the same CSV bytes: nothing here depends on time, on file system order or on the
 order gaps are computed.
@@ -19,6 +20,8 @@ from pathlib import Path
 
 from agentab.layout import SYNTHESIS_FILES, ResultsFolder
 from agentab.synthesis.figure import render_figure
+from agentab.synthesis.frontier import frontier
+from agentab.synthesis.frontier_figure import render_frontier
 from agentab.synthesis.prose import render_markdown
 from agentab.synthesis.results import load_frozen_scenario, missing_runs, read_all_runs
 from agentab.synthesis.tables import write_gaps_table, write_run_tables
@@ -74,7 +77,8 @@ def write_outputs(result: SynthesisResult, scenario) -> None:
 
 
 def write_verdict_outputs(result: SynthesisResult, scenario) -> None:
-    """gaps.csv, the figure and the report."""
+    """gaps.csv, the figures and the report."""
     write_gaps_table(result)
     render_figure(result, result.outputs["gaps.svg"])
+    render_frontier(frontier(result, scenario), result.outputs["frontier.svg"])
     result.outputs["synthesis.md"].write_text(render_markdown(result, scenario), encoding="utf-8")

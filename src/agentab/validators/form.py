@@ -17,6 +17,7 @@ from typing import Any
 from agentab.errors import AgentabError, Problem, problem
 from agentab.layout import ResultsFolder
 from agentab.validators import validator_output
+from agentab.validators.calibrating import calibrated_metric, label_problems
 from agentab.validators.form_blank import (
     MATERIAL_KEY,
     MATERIAL_SUFFIX,
@@ -149,7 +150,13 @@ def read_form_answers(results_dir: Path, scenario: Any, validator_name: str) -> 
             )
         producers = _metric_producers(results_dir, scenario, validator_name)
         result.answers = _checked_answers(form, keys["runs"], fills, producers)
-    listed = set(keys["runs"].values()) | set(formable_run_ids(results_dir, scenario))
+        if calibrated_metric(spec) and (
+            found := label_problems(form, spec, keys["runs"], result.answers)
+        ):
+            raise AgentabError(found)
+    listed = set(keys["runs"].values())
+    if not calibrated_metric(spec):  # a calibrating form asks for its sample alone
+        listed |= set(formable_run_ids(results_dir, scenario))
     for run_id in sorted(listed):
         missing = [m for m in fills if m not in result.answers.get(run_id, {})]
         if missing:

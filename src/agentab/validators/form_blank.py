@@ -20,6 +20,12 @@ from typing import Any
 
 from agentab.errors import AgentabError, problem
 from agentab.layout import ResultsFolder, RunFolder, run_id
+from agentab.validators.calibrating import (
+    blank_header,
+    calibrated_metric,
+    calibration_sample,
+    write_question,
+)
 from agentab.validators.context import changed_files
 
 MODE = "form"
@@ -131,10 +137,14 @@ def write_blank_form(
     if keys is None:
         keys = {"seed": secrets.randbits(62) if seed is None else seed, "runs": {}}
     runs = formable_run_ids(results_dir, scenario)
+    if calibrated_metric(spec):  # a sample of them, on the judge's question
+        runs = calibration_sample(keys, runs, spec.options["sample"])
     ids = _assign_ids(keys, runs)
     order = _shuffled(sorted(runs), keys["seed"])
     shows = list(spec.options.get("show", []))
     _write_material(results_dir, scenario, validator_name, {ids[r]: r for r in order}, shows)
+    if calibrated_metric(spec):
+        write_question(results_dir, scenario, spec, order)
     blank.parent.mkdir(parents=True, exist_ok=True)
     blank.write_text(
         _blank_text(scenario, validator_name, spec, [ids[r] for r in order]), encoding="utf-8"
@@ -264,6 +274,7 @@ def _blank_text(scenario: Any, validator_name: str, spec: Any, ids: list[str]) -
         '# commented line by an answer: true or false, a number, or a "text" in quotes.',
         "# Answer a metric the same way for every run. A run left unanswered stays pending.",
         f"# agentab rewrites this file when runs are added; it never writes {filled}.",
+        *(blank_header(spec, len(ids)) if calibrated_metric(spec) else []),
         "",
     ]
     for form_id in ids:
