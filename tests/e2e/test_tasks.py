@@ -81,7 +81,8 @@ def test_two_tasks_with_aa(tmp_path, pi_installation) -> None:
     assert {row["task"] for row in cells} == {"all", "mean", "double"}
     gaps = read_csv(results / "gaps.csv")
     aa = [row for row in gaps if row["cell"] == "nothing (A/A)" and row["task"] == "all"]
-    assert aa and all(row["p_holm"] == "" for row in aa)
+    # The A/A gaps are a Holm family of their own, apart from the cells' gaps.
+    assert aa and all(float(row["p_holm"]) >= float(row["p"]) for row in aa)
     rule = [row for row in gaps if row["cell"] == "rule" and row["task"] == "all"]
     assert rule and all(row["p_holm"] for row in rule)
     synthesis = (results / "synthesis.md").read_text(encoding="utf-8")
