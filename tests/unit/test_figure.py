@@ -10,8 +10,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import figure, stats
-from agentab.synthesis.figure import figure_svg, nice_ticks
+from agentab.synthesis import figure, stats, svg
+from agentab.synthesis.figure import figure_svg
+from agentab.synthesis.svg import nice_ticks
 from agentab.synthesis.verdicts import Gap
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -82,7 +83,7 @@ def test_ticks_are_round_few_and_enclose_the_range(low, span):
     high = low + span
     ticks = nice_ticks(low, high)
     assert ticks[0] <= low and ticks[-1] >= high
-    assert 2 <= len(ticks) <= figure.MOST_TICKS
+    assert 2 <= len(ticks) <= svg.MOST_TICKS
     step = (ticks[-1] - ticks[0]) / (len(ticks) - 1)
     mantissa = step / 10 ** math.floor(math.log10(step))
     assert min(abs(mantissa - m) for m in (1, 2, 5, 10)) < 1e-4

@@ -7,26 +7,24 @@ tooltip, and the same inputs give the same bytes.
 
 from __future__ import annotations
 
-import math
 from html import escape
 from pathlib import Path
 
-from agentab.synthesis import stats
-from agentab.synthesis.figure import (
+from agentab.synthesis import stats, svg
+from agentab.synthesis.frontier import Frontier, Panel, Point, amount
+from agentab.synthesis.svg import (
     ESTABLISHED_COLOUR,
-    FONT,
     GRID_COLOUR,
     INCONCLUSIVE_COLOUR,
     nice_ticks,
 )
-from agentab.synthesis.frontier import Frontier, Panel, Point, amount
 from agentab.synthesis.wording import percent
 
 FRONTIER_COLOUR = ESTABLISHED_COLOUR
 OFF_COLOUR = INCONCLUSIVE_COLOUR
 MARGIN, LEFT, PLOT_WIDTH, PLOT_HEIGHT = 12, 56, 420, 200
 TITLE, AXIS, LINE, PANEL_GAP, LEGEND = 28, 34, 16, 22, 58
-FONT_SIZE, TICK_SIZE, CHAR = 12, 10, 6.4
+TICK_SIZE, CHAR = 10, 6.4
 EDGE_MARGIN = 0.04  # of the span of a panel's costs
 RATE_TICKS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 
@@ -38,7 +36,7 @@ def render_frontier(found: Frontier, svg: Path) -> None:
 def frontier_svg(found: Frontier) -> str:
     sentences = [line for panel in found.panels for line in panel.sentences] + [found.why]
     width = max(LEFT + PLOT_WIDTH + 150, 2 * MARGIN + CHAR * max(map(len, sentences)))
-    parts: list[str] = [_text(MARGIN, MARGIN + 12, found.why, size=TICK_SIZE + 1)]
+    parts: list[str] = [svg.text(MARGIN, MARGIN + 12, found.why, size=TICK_SIZE + 1)]
     top = MARGIN + 20
     for panel in found.panels:
         parts += _panel(panel, found.unit, top)
@@ -49,18 +47,8 @@ def frontier_svg(found: Frontier) -> str:
     else:
         height = top + 60
         empty = "no rate metric with values to draw"
-        parts.append(_text(width / 2, top + 30, empty, anchor="middle"))
-    return "\n".join(
-        [
-            '<?xml version="1.0" encoding="utf-8"?>',
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{_n(width)}" height="{_n(height)}" '
-            f'viewBox="0 0 {_n(width)} {_n(height)}" style="{FONT};font-size:{FONT_SIZE}px">',
-            f'<rect width="{_n(width)}" height="{_n(height)}" fill="white"/>',
-            *parts,
-            "</svg>",
-            "",
-        ]
-    )
+        parts.append(svg.text(width / 2, top + 30, empty, anchor="middle"))
+    return svg.document(width, height, parts)
 
 
 def _panel_height(panel: Panel) -> float:
@@ -81,21 +69,21 @@ def _panel(panel: Panel, unit: str, top: float) -> list[str]:
         return plot_bottom - PLOT_HEIGHT * rate
 
     title = f"{panel.metric}: rate against the median cost per run ({unit})"
-    parts = [_text(LEFT, top + TITLE - 10, title, size=13)]
+    parts = [svg.text(LEFT, top + TITLE - 10, title, size=13)]
     for tick in ticks:
-        parts.append(_line(x(tick), plot_top, x(tick), plot_bottom, GRID_COLOUR, 0.8))
-        label = _tick_label(tick, ticks[1] - ticks[0])
-        parts.append(_text(x(tick), plot_bottom + 14, label, anchor="middle", size=TICK_SIZE))
+        parts.append(svg.line(x(tick), plot_top, x(tick), plot_bottom, GRID_COLOUR, 0.8))
+        label = svg.tick_label(tick, ticks[1] - ticks[0])
+        parts.append(svg.text(x(tick), plot_bottom + 14, label, anchor="middle", size=TICK_SIZE))
     for tick in RATE_TICKS:
-        parts.append(_line(LEFT, y(tick), LEFT + PLOT_WIDTH, y(tick), GRID_COLOUR, 0.8))
-        parts.append(_text(LEFT - 6, y(tick) + 4, percent(tick), anchor="end", size=TICK_SIZE))
+        parts.append(svg.line(LEFT, y(tick), LEFT + PLOT_WIDTH, y(tick), GRID_COLOUR, 0.8))
+        parts.append(svg.text(LEFT - 6, y(tick) + 4, percent(tick), anchor="end", size=TICK_SIZE))
     parts.append(
-        f'<rect x="{_n(LEFT)}" y="{_n(plot_top)}" width="{_n(PLOT_WIDTH)}" '
-        f'height="{_n(PLOT_HEIGHT)}" fill="none" stroke="black" stroke-width="0.8"/>'
+        f'<rect x="{svg.coordinate(LEFT)}" y="{svg.coordinate(plot_top)}" width="{svg.coordinate(PLOT_WIDTH)}" '
+        f'height="{svg.coordinate(PLOT_HEIGHT)}" fill="none" stroke="black" stroke-width="0.8"/>'
     )
     on = sorted((p for p in panel.points if p.on_frontier), key=lambda p: (p.cost, -p.rate))
     if len(on) > 1:
-        line = " ".join(f"{_n(x(p.cost))},{_n(y(p.rate))}" for p in on)
+        line = " ".join(f"{svg.coordinate(x(p.cost))},{svg.coordinate(y(p.rate))}" for p in on)
         parts.append(
             f'<polyline class="frontier" points="{line}" fill="none" '
             f'stroke="{FRONTIER_COLOUR}" stroke-width="1.5" stroke-dasharray="5 3"/>'
@@ -103,9 +91,11 @@ def _panel(panel: Panel, unit: str, top: float) -> list[str]:
     for point in panel.points:
         parts += _point(point, unit, x, y)
     words_top = plot_bottom + AXIS
-    parts.append(_text(LEFT + PLOT_WIDTH / 2, plot_bottom + 28, f"{unit} per run", anchor="middle"))
+    parts.append(
+        svg.text(LEFT + PLOT_WIDTH / 2, plot_bottom + 28, f"{unit} per run", anchor="middle")
+    )
     for index, sentence in enumerate(panel.sentences):  # Markdown's backticks: not in a figure
-        parts.append(_text(MARGIN, words_top + LINE * (index + 0.8), sentence.replace("`", "")))
+        parts.append(svg.text(MARGIN, words_top + LINE * (index + 0.8), sentence.replace("`", "")))
     return parts
 
 
@@ -124,11 +114,11 @@ def _point(point: Point, unit: str, x, y) -> list[str]:
     label_y = y(point.rate) + (16 if point.rate > 0.9 else -6)
     return [
         f'<g class="cell"><title>{escape(tip)}</title>',
-        _line(x(point.cost_low), y(point.rate), x(point.cost_high), y(point.rate), colour, 1.5),
-        _line(x(point.cost), y(point.rate_low), x(point.cost), y(point.rate_high), colour, 1.5),
-        _circle(x(point.cost), y(point.rate), fill, colour),
+        svg.line(x(point.cost_low), y(point.rate), x(point.cost_high), y(point.rate), colour, 1.5),
+        svg.line(x(point.cost), y(point.rate_low), x(point.cost), y(point.rate_high), colour, 1.5),
+        svg.circle(x(point.cost), y(point.rate), fill, colour),
         "</g>",
-        _text(label_x, label_y, point.cell, anchor="end" if left_side else "start"),
+        svg.text(label_x, label_y, point.cell, anchor="end" if left_side else "start"),
     ]
 
 
@@ -140,42 +130,13 @@ def _legend(width: float, top: float) -> list[str]:
     )
     y = top + 34
     return [
-        _text(middle, top + 12, title, anchor="middle"),
-        _circle(middle - 150, y, FRONTIER_COLOUR, FRONTIER_COLOUR),
-        _text(middle - 140, y + 4, "on the frontier"),
-        _circle(middle - 20, y, "white", OFF_COLOUR),
-        _text(middle - 10, y + 4, "off it"),
-        _line(middle + 50, y, middle + 80, y, FRONTIER_COLOUR, 1.5).replace(
+        svg.text(middle, top + 12, title, anchor="middle"),
+        svg.circle(middle - 150, y, FRONTIER_COLOUR, FRONTIER_COLOUR),
+        svg.text(middle - 140, y + 4, "on the frontier"),
+        svg.circle(middle - 20, y, "white", OFF_COLOUR),
+        svg.text(middle - 10, y + 4, "off it"),
+        svg.line(middle + 50, y, middle + 80, y, FRONTIER_COLOUR, 1.5).replace(
             "/>", ' stroke-dasharray="5 3"/>'
         ),
-        _text(middle + 88, y + 4, "the frontier"),
+        svg.text(middle + 88, y + 4, "the frontier"),
     ]
-
-
-def _tick_label(value: float, step: float) -> str:
-    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
-    text = f"{value:.{decimals}f}"
-    return "0" if float(text) == 0 else text
-
-
-def _n(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".")
-
-
-def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = FONT_SIZE) -> str:
-    style = f' font-size="{size}"' if size != FONT_SIZE else ""
-    return f'<text x="{_n(x)}" y="{_n(y)}" text-anchor="{anchor}"{style}>{escape(text)}</text>'
-
-
-def _line(x1: float, y1: float, x2: float, y2: float, colour: str, width: float) -> str:
-    return (
-        f'<line x1="{_n(x1)}" y1="{_n(y1)}" x2="{_n(x2)}" y2="{_n(y2)}" '
-        f'stroke="{colour}" stroke-width="{_n(width)}"/>'
-    )
-
-
-def _circle(x: float, y: float, fill: str, colour: str) -> str:
-    return (
-        f'<circle cx="{_n(x)}" cy="{_n(y)}" r="4.5" fill="{fill}" stroke="{colour}" '
-        f'stroke-width="1.5"/>'
-    )
