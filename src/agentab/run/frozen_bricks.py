@@ -22,16 +22,28 @@ from agentab.scenario import content_sha256
 
 def frozen_brick(brick, store: Path) -> Path:
     """The brick's frozen copy in `store`, made from its source on first use."""
-    target = store / brick.sha256[:16] / Path(brick.path).name
+    return freeze_once(
+        Path(brick.path),
+        brick.sha256,
+        store,
+        copy=copy_brick,
+        digest=content_sha256,
+        changed=f"the brick {brick.rel} changed since the scenario was loaded; the run is redone",
+    )
+
+
+def freeze_once(source: Path, sha256: str, store: Path, *, copy, digest, changed: str) -> Path:
+    """`store/<hash>/<name>`, copied from `source` on first use and checked against the hash
+    the scenario was loaded with (`changed`: the fault when it differs). Jobs racing to freeze
+    the same input each copy aside and rename: the first wins, the others' bytes are the same."""
+    target = store / sha256[:16] / source.name
     if target.exists():
         return target
     partial = store / f".partial-{secrets.token_hex(6)}"
     try:
-        copy_brick(Path(brick.path), partial / target.name)
-        if content_sha256(partial / target.name) != brick.sha256:
-            raise HarnessFault(
-                f"the brick {brick.rel} changed since the scenario was loaded; the run is redone"
-            )
+        copy(source, partial / target.name)
+        if digest(partial / target.name) != sha256:
+            raise HarnessFault(changed)
         with contextlib.suppress(OSError):  # another job froze it first: the same bytes
             partial.rename(target.parent)
     finally:

@@ -22,15 +22,14 @@ named by its hash in run.json, and served from the package.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import secrets
 import shutil
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from agentab.harnesses.base import HarnessFault
+from agentab.run.frozen_bricks import freeze_once
 
 OFFLINE_JUDGE = "offline:"
 SKIPPED = ("__pycache__",)  # made by running a script by hand: not the validator's files
@@ -194,21 +193,14 @@ def frozen_copy(item: FrozenInput, store: Path) -> Path:
     first use and checked against its hash; a shipped policy is served where it is."""
     if item.shipped:
         return item.path
-    target = store / item.sha256[:16] / item.path.name
-    if target.exists():
-        return target
-    partial = store / f".partial-{secrets.token_hex(6)}"
-    try:
-        copy_tree(item.path, partial / target.name)
-        if tree_sha256(partial / target.name) != item.sha256:
-            raise HarnessFault(
-                f"{item.rel} changed since the scenario was loaded; the job is redone with it"
-            )
-        with contextlib.suppress(OSError):  # another job froze it first: the same bytes
-            partial.rename(target.parent)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-    return target
+    return freeze_once(
+        item.path,
+        item.sha256,
+        store,
+        copy=copy_tree,
+        digest=tree_sha256,
+        changed=f"{item.rel} changed since the scenario was loaded; the job is redone with it",
+    )
 
 
 def copy_tree(source: Path, dest: Path) -> None:
