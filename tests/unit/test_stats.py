@@ -226,6 +226,9 @@ def test_bounds_cut_an_interval_where_a_gap_cannot_go():
         ([4.0, 1.0], [9.0, 2.0, 6.0, 7.0, 3.0, 8.0, 5.0, 10.0, 11.0, 12.0]),
         # 12 870 deals, more than resampling.ENUMERATED_DEALS: shuffled run by run
         ([1.0, 3, 5, 7, 9, 11, 13, 15], [2.0, 4, 6, 8, 10, 12, 14, 16]),
+        # odd and odd: drawn from the medians' exact law (median_law), ties included
+        ([1.0, 4.0, 9.0], [2.0, 7.0, 3.0, 3.0, 5.0]),
+        ([6.0, 1, 8, 3, 3, 12, 2], [5.0, 9, 3, 11, 4, 10, 7, 13, 14]),  # 11 440 deals
     ],
 )
 def test_shuffled_medians_follow_the_law_of_every_shuffle(cell, reference):
@@ -293,3 +296,38 @@ def test_a_median_deal_that_ties_the_observed_one_counts_as_reaching_it():
     exact_p = 2 * np.mean(np.array(middle) >= observed - 1e-12)  # 2 x 15/70
     verdict = strata.pooled_gap_verdict(MEDIAN, strata.LOG, cell, reference, "ties")
     assert verdict.p == pytest.approx(exact_p, abs=0.02)
+
+
+@pytest.mark.parametrize("ours, others", [(1, 1), (1, 5), (3, 3), (5, 3), (5, 7), (9, 1)])
+def test_the_medians_exact_law_is_the_law_of_every_deal(ours, others):
+    """median_law's table of the two medians' positions against every deal of the sorted
+    positions, probability by probability (not a sample of it)."""
+    import itertools
+    from collections import Counter
+
+    from agentab.synthesis import median_law
+
+    size = ours + others
+    deals = list(itertools.combinations(range(size), ours))
+    exact = Counter()
+    for chosen in deals:
+        theirs = [i for i in range(size) if i not in chosen]
+        exact[chosen[(ours - 1) // 2], theirs[(others - 1) // 2]] += 1 / len(deals)
+    mine, theirs, cumulative = median_law.joint_median_law(ours, others)
+    pairs = zip(mine.tolist(), theirs.tolist(), strict=True)
+    law = dict(zip(pairs, np.diff(cumulative, prepend=0.0), strict=True))
+    assert set(law) == set(exact)
+    for pair, share in exact.items():
+        assert law[pair] == pytest.approx(share, abs=1e-12)
+
+
+def test_the_medians_law_is_drawn_the_same_with_the_same_seed_and_covers_odd_sizes_only():
+    from agentab.synthesis import median_law
+
+    first = median_law.draw_median_positions(67, 67, np.random.default_rng(9), 1_000)
+    again = median_law.draw_median_positions(67, 67, np.random.default_rng(9), 1_000)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    assert median_law.covers(3, 5) and not median_law.covers(4, 5)
+    assert not median_law.covers(3, 4) and not median_law.covers(501, 501)
+    with pytest.raises(ValueError):
+        median_law.joint_median_law(4, 5)
