@@ -331,3 +331,21 @@ def test_the_medians_law_is_drawn_the_same_with_the_same_seed_and_covers_odd_siz
     assert not median_law.covers(3, 4) and not median_law.covers(501, 501)
     with pytest.raises(ValueError):
         median_law.joint_median_law(4, 5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.floats(allow_nan=False, allow_infinity=False, min_value=-1e9, max_value=1e9),
+        min_size=1,
+        max_size=300,
+    )
+)
+def test_the_interval_ends_are_numpys_percentiles_to_the_last_bit(draws):
+    """As verdict_from_draws took them before it had its own: np.percentile at the tails
+    (1 - 0.95) / 2 * 100 and 100 minus that (2.5 and 97.5, but for the last bit)."""
+    array = np.array(draws)
+    tail = (1 - stats.CONFIDENCE) / 2 * 100
+    expected = tuple(float(end) for end in np.percentile(array, [tail, 100 - tail]))
+    assert stats.percentile_interval(array) == expected
+    assert np.array_equal(array, np.array(draws))  # the caller's draws left as they were
