@@ -313,9 +313,9 @@ def test_the_medians_exact_law_is_the_law_of_every_deal(ours, others):
     for chosen in deals:
         theirs = [i for i in range(size) if i not in chosen]
         exact[chosen[(ours - 1) // 2], theirs[(others - 1) // 2]] += 1 / len(deals)
-    mine, theirs, cumulative = median_law.joint_median_law(ours, others)
+    mine, theirs, probability = median_law.joint_median_law(ours, others)
     pairs = zip(mine.tolist(), theirs.tolist(), strict=True)
-    law = dict(zip(pairs, np.diff(cumulative, prepend=0.0), strict=True))
+    law = dict(zip(pairs, probability, strict=True))
     assert set(law) == set(exact)
     for pair, share in exact.items():
         assert law[pair] == pytest.approx(share, abs=1e-12)
@@ -349,3 +349,41 @@ def test_the_interval_ends_are_numpys_percentiles_to_the_last_bit(draws):
     expected = tuple(float(end) for end in np.percentile(array, [tail, 100 - tail]))
     assert stats.percentile_interval(array) == expected
     assert np.array_equal(array, np.array(draws))  # the caller's draws left as they were
+
+
+def _law_of(table) -> dict:
+    """The exact law an alias table draws from: each slot's 1/size kept or given to its alias."""
+    law: dict = {}
+    share = 1 / table.keep.size
+    for slot in range(table.keep.size):
+        kept, given = table.values[slot], table.values[table.alias[slot]]
+        law[int(kept)] = law.get(int(kept), 0.0) + share * table.keep[slot]
+        law[int(given)] = law.get(int(given), 0.0) + share * (1 - table.keep[slot])
+    return {value: p for value, p in law.items() if p > 0}
+
+
+@pytest.mark.parametrize("trials, successes", [(1, 0), (1, 1), (7, 3), (67, 1), (67, 40)])
+def test_an_alias_table_draws_the_binomial_exactly(trials, successes):
+    from scipy.stats import binom
+
+    from agentab.synthesis import discrete_laws
+
+    law = _law_of(discrete_laws.binomial(trials, successes))
+    for count, p in law.items():
+        assert p == pytest.approx(binom.pmf(count, trials, successes / trials), abs=1e-12)
+    assert sum(law.values()) == pytest.approx(1, abs=1e-12)
+
+
+@pytest.mark.parametrize("good, bad, sample", [(3, 4, 3), (50, 84, 67), (0, 9, 4), (9, 0, 4)])
+def test_an_alias_table_draws_the_hypergeometric_exactly(good, bad, sample):
+    from scipy.stats import hypergeom
+
+    from agentab.synthesis import discrete_laws
+
+    law = _law_of(discrete_laws.hypergeometric(good, bad, sample))
+    for count, p in law.items():
+        assert p == pytest.approx(hypergeom.pmf(count, good + bad, good, sample), abs=1e-12)
+    assert sum(law.values()) == pytest.approx(1, abs=1e-12)
+    drawn = discrete_laws.hypergeometric(good, bad, sample).draw(np.random.default_rng(1), 500)
+    again = discrete_laws.hypergeometric(good, bad, sample).draw(np.random.default_rng(1), 500)
+    assert np.array_equal(drawn, again)  # the same seed, the same draws

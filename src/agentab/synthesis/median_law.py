@@ -29,6 +29,8 @@ import functools
 
 import numpy as np
 
+from agentab.synthesis import discrete_laws
+
 # Above this many runs in a task the N x N table of the law costs more memory than shuffling
 # saves (1 000 runs: a table of a million entries, 8 MB).
 LARGEST_TASK = 1_000
@@ -43,20 +45,17 @@ def draw_median_positions(
     ours: int, others: int, rng: np.random.Generator, draws: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """`draws` random deals' sorted positions (from 0) of the cell's median and the reference's,
-    for a task of `ours` runs of the cell and `others` of the reference: by inverse CDF of
-    their joint law, one uniform per draw."""
-    mine, theirs, cumulative = joint_median_law(ours, others)
-    # side="right" never lands on a position pair of probability 0 (its cumulative equals the
-    # one before it); the cap guards a uniform that rounds onto the total.
-    found = np.searchsorted(cumulative, rng.random(draws) * cumulative[-1], side="right")
-    found = np.minimum(found, cumulative.size - 1)
-    return mine[found], theirs[found]
+    for a task of `ours` runs of the cell and `others` of the reference, drawn from their joint
+    law (one uniform a draw)."""
+    mine, theirs, _ = joint_median_law(ours, others)
+    pair = _pairs(ours, others).draw(rng, draws)
+    return mine[pair], theirs[pair]
 
 
 @functools.lru_cache(maxsize=64)
 def joint_median_law(ours: int, others: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The pairs (cell's median position, reference's median position), from 0, that some deal
-    gives, and their cumulative probabilities (the last is 1 but for rounding)."""
+    gives, and their probabilities (summing to 1 but for rounding)."""
     if not covers(ours, others):
         raise ValueError(f"no tabulated median law for groups of {ours} and {others} runs")
     size = ours + others
@@ -71,7 +70,14 @@ def joint_median_law(ours: int, others: int) -> tuple[np.ndarray, np.ndarray, np
     probability = np.exp(log_count - everything).ravel()
     support = np.flatnonzero(probability > 0)
     mine, theirs = np.divmod(support, size)
-    return mine, theirs, np.cumsum(probability[support])
+    return mine, theirs, probability[support]
+
+
+@functools.lru_cache(maxsize=64)
+def _pairs(ours: int, others: int) -> discrete_laws.AliasTable:
+    """The alias table of the index of a pair in `joint_median_law`."""
+    probability = joint_median_law(ours, others)[2]
+    return discrete_laws.alias_table(probability, np.arange(probability.size))
 
 
 def _log_deals(log_factorial, low, high, k_low, k_high, size_low, size):

@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from agentab.metrics import MEDIAN, RATE, median
-from agentab.synthesis import median_law
+from agentab.synthesis import discrete_laws, median_law
 
 SEED = 20_250_101
 DRAWS = 10_000
@@ -87,7 +87,7 @@ def resample_statistic(
         raise ValueError("cannot resample an empty group")
     if kind == RATE:
         successes = int(np.count_nonzero(array))
-        return rng.binomial(n, successes / n, size=draws) / n
+        return discrete_laws.binomial(n, successes).draw(rng, draws) / n
     if kind == MEDIAN:
         return _resample_median(np.sort(array), rng, draws)
     raise ValueError(f"no statistic for metric kind {kind!r}")
@@ -144,7 +144,7 @@ def dealt_rate_ratios(
         n_mine, n_theirs = len(mine), len(theirs)
         successes = _successes(mine) + _successes(theirs)
         failures = n_mine + n_theirs - successes
-        shuffled = rng.hypergeometric(successes, failures, n_mine, size=shuffles)
+        shuffled = discrete_laws.hypergeometric(successes, failures, n_mine).draw(rng, shuffles)
         ours = np.concatenate(([_successes(mine)], shuffled)).astype(float)
         others = successes - ours
         total += ours / n_mine - others / n_theirs
