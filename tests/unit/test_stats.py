@@ -387,3 +387,22 @@ def test_an_alias_table_draws_the_hypergeometric_exactly(good, bad, sample):
     drawn = discrete_laws.hypergeometric(good, bad, sample).draw(np.random.default_rng(1), 500)
     again = discrete_laws.hypergeometric(good, bad, sample).draw(np.random.default_rng(1), 500)
     assert np.array_equal(drawn, again)  # the same seed, the same draws
+
+
+@pytest.mark.parametrize("size", [1, 3, 5, 7])
+def test_an_alias_table_draws_a_resampled_median_position_exactly(size):
+    """The middle order statistic of `size` draws with replacement among `size` positions,
+    against every one of the size**size resamples."""
+    import itertools
+    from collections import Counter
+
+    from agentab.synthesis import discrete_laws
+
+    middle = (size + 1) // 2
+    every = Counter(
+        sorted(drawn)[middle - 1] for drawn in itertools.product(range(size), repeat=size)
+    )
+    law = _law_of(discrete_laws.order_statistic(size, middle))
+    assert set(law) == set(every)
+    for position, count in every.items():
+        assert law[position] == pytest.approx(count / size**size, abs=1e-12)

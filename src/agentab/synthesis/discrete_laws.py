@@ -1,8 +1,9 @@
 """Draws from a tabulated discrete law: one uniform and two table reads per draw.
 
 A synthesis draws 10 000 values from the same few laws thousands of times: a group's count of
-successes in a resample (binomial), a cell's count of successes in a shuffle of a task
-(hypergeometric), the positions of two medians in a shuffle (`median_law`). numpy's own
+successes in a resample (binomial), the position of an odd group's median in a resample (an
+order statistic), a cell's count of successes in a shuffle of a task (hypergeometric), the
+positions of two medians in a shuffle (`median_law`). numpy's own
 samplers spend 100 to 250 ns a draw on these, and a binary search of the cumulative law about
 100; Walker's alias table (Vose's construction, 1991) spends a few. A table is built once per
 law and kept: the laws repeat (the same group sizes and counts come back gap after gap).
@@ -86,6 +87,28 @@ def hypergeometric(good: int, bad: int, sample: int) -> AliasTable:
     log_ways = log_choose(good, counts) + log_choose(bad, sample - counts)
     probability = np.exp(log_ways - log_choose(good + bad, sample))
     return alias_table(probability, counts)
+
+
+@functools.lru_cache(maxsize=256)
+def order_statistic(size: int, rank: int) -> AliasTable:
+    """The position (from 0) of the `rank`-th smallest of `size` draws with replacement among
+    `size` sorted positions: at most j iff at least `rank` draws fall at j or below, a
+    Binomial(size, (j + 1) / size) count."""
+    at_or_below = np.array([_binomial_tail(size, (j + 1) / size, rank) for j in range(size)])
+    probability = np.diff(at_or_below, prepend=0.0)
+    return alias_table(np.clip(probability, 0.0, None), np.arange(size))
+
+
+def _binomial_tail(trials: int, p: float, least: int) -> float:
+    """P(Binomial(trials, p) >= least), summed from the smaller side."""
+    if p >= 1.0:
+        return 1.0
+    counts = np.arange(trials + 1)
+    log_factorial = _log_factorials(trials)
+    log_choose = log_factorial[trials] - log_factorial[counts] - log_factorial[trials - counts]
+    mass = np.exp(log_choose + counts * np.log(p) + (trials - counts) * np.log1p(-p))
+    upper = float(mass[least:].sum())
+    return upper if upper < 0.5 else 1.0 - float(mass[:least].sum())
 
 
 def _log_factorials(largest: int) -> np.ndarray:
