@@ -224,7 +224,7 @@ def test_bounds_cut_an_interval_where_a_gap_cannot_go():
         ([1.0, 4.0, 9.0], [2.0, 7.0]),  # odd and even, one block of three and one of two
         ([1.0, 3.0, 3.0, 8.0], [2.0, 5.0, 6.0, 13.0, 21.0]),  # ties; blocks of three
         ([4.0, 1.0], [9.0, 2.0, 6.0, 7.0, 3.0, 8.0, 5.0, 10.0, 11.0, 12.0]),
-        # 12 870 deals, more than resampling.ENUMERATED_DEALS: shuffled run by run
+        # 12 870 deals, two even groups: both middle positions of each drawn (median_law)
         ([1.0, 3, 5, 7, 9, 11, 13, 15], [2.0, 4, 6, 8, 10, 12, 14, 16]),
         # odd and odd: drawn from the medians' exact law (median_law), ties included
         ([1.0, 4.0, 9.0], [2.0, 7.0, 3.0, 3.0, 5.0]),
@@ -298,10 +298,12 @@ def test_a_median_deal_that_ties_the_observed_one_counts_as_reaching_it():
     assert verdict.p == pytest.approx(exact_p, abs=0.02)
 
 
-@pytest.mark.parametrize("ours, others", [(1, 1), (1, 5), (3, 3), (5, 3), (5, 7), (9, 1)])
+@pytest.mark.parametrize(
+    "ours, others", [(1, 1), (1, 5), (3, 3), (5, 3), (5, 7), (9, 1), (2, 2), (4, 5), (6, 3)]
+)
 def test_the_medians_exact_law_is_the_law_of_every_deal(ours, others):
-    """median_law's table of the two medians' positions against every deal of the sorted
-    positions, probability by probability (not a sample of it)."""
+    """median_law's table of the two (lower) medians' positions against every deal of the
+    sorted positions, probability by probability (not a sample of it)."""
     import itertools
     from collections import Counter
 
@@ -321,16 +323,45 @@ def test_the_medians_exact_law_is_the_law_of_every_deal(ours, others):
         assert law[pair] == pytest.approx(share, abs=1e-12)
 
 
-def test_the_medians_law_is_drawn_the_same_with_the_same_seed_and_covers_odd_sizes_only():
+@pytest.mark.parametrize("ours, others", [(67, 67), (66, 67), (66, 66)])
+def test_the_medians_law_is_drawn_the_same_with_the_same_seed(ours, others):
     from agentab.synthesis import median_law
 
-    first = median_law.draw_median_positions(67, 67, np.random.default_rng(9), 1_000)
-    again = median_law.draw_median_positions(67, 67, np.random.default_rng(9), 1_000)
+    first = median_law.draw_median_positions(ours, others, np.random.default_rng(9), 1_000)
+    again = median_law.draw_median_positions(ours, others, np.random.default_rng(9), 1_000)
     assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
-    assert median_law.covers(3, 5) and not median_law.covers(4, 5)
-    assert not median_law.covers(3, 4) and not median_law.covers(501, 501)
+
+
+def test_the_medians_law_covers_tasks_up_to_a_size_and_the_rest_are_shuffled():
+    from agentab.synthesis import median_law
+
+    assert median_law.covers(3, 5) and median_law.covers(4, 5) and median_law.covers(1, 1)
+    assert not median_law.covers(501, 501) and not median_law.covers(0, 5)
     with pytest.raises(ValueError):
-        median_law.joint_median_law(4, 5)
+        median_law.joint_median_law(501, 501)
+
+
+@pytest.mark.parametrize("ours, others", [(2, 2), (2, 3), (3, 2), (4, 5), (6, 2), (4, 7), (6, 6)])
+def test_the_four_middle_positions_follow_the_law_of_every_deal(ours, others):
+    """Even groups: both middle positions of each cell against every deal (a sample of 200 000
+    draws; every combination found is one some deal gives, each at its share)."""
+    import itertools
+    from collections import Counter
+
+    from agentab.synthesis import median_law
+
+    size = ours + others
+    deals = list(itertools.combinations(range(size), ours))
+    exact = Counter()
+    for chosen in deals:
+        theirs = [i for i in range(size) if i not in chosen]
+        middle = (chosen[(ours - 1) // 2], chosen[ours // 2])
+        exact[middle + (theirs[(others - 1) // 2], theirs[others // 2])] += 1 / len(deals)
+    drawn = median_law.draw_median_positions(ours, others, np.random.default_rng(2), 200_000)
+    found = Counter(zip(*(positions.tolist() for positions in drawn), strict=True))
+    assert set(found) <= set(exact)
+    for combination, share in exact.items():
+        assert found[combination] / 200_000 == pytest.approx(share, abs=0.004)
 
 
 @settings(max_examples=300, deadline=None)

@@ -32,8 +32,8 @@ module reads the draws as `gap - draw`, so the interval is built around the repo
   each task's median when every value is positive, so that a task 100 times the others does not
   decide alone. Its interval is the gap give or take what shuffles give: the interval of a gap
   that moves every run of a task by the same factor. A shuffle reads only the two medians'
-  sorted positions, so when both groups of a task are odd those are drawn from their exact joint
-  law (`median_law`) instead of dealing every run.
+  sorted positions (two each for an even group), so those are drawn from their exact joint law
+  (`median_law`) instead of dealing every run.
 
 A random stream depends on the fixed seed and a key naming what it resamples (`generator_for`),
 never on the order in which the gaps are computed.
@@ -201,16 +201,18 @@ def dealt_median_gaps(
 
 def _drawn_from_the_law(ordered, observed, ours: int, rng, shuffles: int, scale) -> np.ndarray:
     """One task's scale(median of the cell) - scale(median of the reference), for the observed
-    deal (first) and `shuffles` deals drawn from the exact law of the two medians' positions
-    (`median_law`): the same law as shuffling the runs, at a fraction of the cost."""
-    mine, theirs = median_law.draw_median_positions(ours, observed.size - ours, rng, shuffles)
-    middle_mine = np.sort(observed[:ours])[(ours - 1) // 2]
-    middle_theirs = np.sort(observed[ours:])[(observed.size - ours - 1) // 2]
-    scaled = scale(ordered)
-    return (
-        scaled[np.concatenate(([middle_mine], mine))]
-        - scaled[np.concatenate(([middle_theirs], theirs))]
+    deal (first) and `shuffles` deals drawn from the exact law of the medians' positions
+    (`median_law`): the same law as shuffling the runs, at a fraction of the cost. Each median is
+    the mean of its two middle values (one value twice for an odd group), as `_median_at`."""
+    drawn = median_law.draw_median_positions(ours, observed.size - ours, rng, shuffles)
+    mine, theirs = np.sort(observed[:ours]), np.sort(observed[ours:])
+    first = [mine[(ours - 1) // 2], mine[ours // 2]]
+    first += [theirs[(theirs.size - 1) // 2], theirs[theirs.size // 2]]
+    low_mine, high_mine, low_theirs, high_theirs = (
+        ordered[np.concatenate(([start], positions))]
+        for start, positions in zip(first, drawn, strict=True)
     )
+    return scale((low_mine + high_mine) / 2) - scale((low_theirs + high_theirs) / 2)
 
 
 @functools.lru_cache(maxsize=64)
