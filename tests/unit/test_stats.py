@@ -224,8 +224,11 @@ def test_bounds_cut_an_interval_where_a_gap_cannot_go():
         ([1.0, 4.0, 9.0], [2.0, 7.0]),  # odd and even, one block of three and one of two
         ([1.0, 3.0, 3.0, 8.0], [2.0, 5.0, 6.0, 13.0, 21.0]),  # ties; blocks of three
         ([4.0, 1.0], [9.0, 2.0, 6.0, 7.0, 3.0, 8.0, 5.0, 10.0, 11.0, 12.0]),
-        # 12 870 deals, more than resampling.ENUMERATED_DEALS: shuffled run by run
+        # 12 870 deals, two even groups: both middle positions of each drawn (median_law)
         ([1.0, 3, 5, 7, 9, 11, 13, 15], [2.0, 4, 6, 8, 10, 12, 14, 16]),
+        # odd and odd: drawn from the medians' exact law (median_law), ties included
+        ([1.0, 4.0, 9.0], [2.0, 7.0, 3.0, 3.0, 5.0]),
+        ([6.0, 1, 8, 3, 3, 12, 2], [5.0, 9, 3, 11, 4, 10, 7, 13, 14]),  # 11 440 deals
     ],
 )
 def test_shuffled_medians_follow_the_law_of_every_shuffle(cell, reference):
@@ -293,3 +296,144 @@ def test_a_median_deal_that_ties_the_observed_one_counts_as_reaching_it():
     exact_p = 2 * np.mean(np.array(middle) >= observed - 1e-12)  # 2 x 15/70
     verdict = strata.pooled_gap_verdict(MEDIAN, strata.LOG, cell, reference, "ties")
     assert verdict.p == pytest.approx(exact_p, abs=0.02)
+
+
+@pytest.mark.parametrize(
+    "ours, others", [(1, 1), (1, 5), (3, 3), (5, 3), (5, 7), (9, 1), (2, 2), (4, 5), (6, 3)]
+)
+def test_the_medians_exact_law_is_the_law_of_every_deal(ours, others):
+    """median_law's table of the two (lower) medians' positions against every deal of the
+    sorted positions, probability by probability (not a sample of it)."""
+    import itertools
+    from collections import Counter
+
+    from agentab.synthesis import median_law
+
+    size = ours + others
+    deals = list(itertools.combinations(range(size), ours))
+    exact = Counter()
+    for chosen in deals:
+        theirs = [i for i in range(size) if i not in chosen]
+        exact[chosen[(ours - 1) // 2], theirs[(others - 1) // 2]] += 1 / len(deals)
+    mine, theirs, probability = median_law.joint_median_law(ours, others)
+    pairs = zip(mine.tolist(), theirs.tolist(), strict=True)
+    law = dict(zip(pairs, probability, strict=True))
+    assert set(law) == set(exact)
+    for pair, share in exact.items():
+        assert law[pair] == pytest.approx(share, abs=1e-12)
+
+
+@pytest.mark.parametrize("ours, others", [(67, 67), (66, 67), (66, 66)])
+def test_the_medians_law_is_drawn_the_same_with_the_same_seed(ours, others):
+    from agentab.synthesis import median_law
+
+    first = median_law.draw_median_positions(ours, others, np.random.default_rng(9), 1_000)
+    again = median_law.draw_median_positions(ours, others, np.random.default_rng(9), 1_000)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+
+
+def test_the_medians_law_covers_tasks_up_to_a_size_and_the_rest_are_shuffled():
+    from agentab.synthesis import median_law
+
+    assert median_law.covers(3, 5) and median_law.covers(4, 5) and median_law.covers(1, 1)
+    assert not median_law.covers(501, 501) and not median_law.covers(0, 5)
+    with pytest.raises(ValueError):
+        median_law.joint_median_law(501, 501)
+
+
+@pytest.mark.parametrize("ours, others", [(2, 2), (2, 3), (3, 2), (4, 5), (6, 2), (4, 7), (6, 6)])
+def test_the_four_middle_positions_follow_the_law_of_every_deal(ours, others):
+    """Even groups: both middle positions of each cell against every deal (a sample of 200 000
+    draws; every combination found is one some deal gives, each at its share)."""
+    import itertools
+    from collections import Counter
+
+    from agentab.synthesis import median_law
+
+    size = ours + others
+    deals = list(itertools.combinations(range(size), ours))
+    exact = Counter()
+    for chosen in deals:
+        theirs = [i for i in range(size) if i not in chosen]
+        middle = (chosen[(ours - 1) // 2], chosen[ours // 2])
+        exact[middle + (theirs[(others - 1) // 2], theirs[others // 2])] += 1 / len(deals)
+    drawn = median_law.draw_median_positions(ours, others, np.random.default_rng(2), 200_000)
+    found = Counter(zip(*(positions.tolist() for positions in drawn), strict=True))
+    assert set(found) <= set(exact)
+    for combination, share in exact.items():
+        assert found[combination] / 200_000 == pytest.approx(share, abs=0.004)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.floats(allow_nan=False, allow_infinity=False, min_value=-1e9, max_value=1e9),
+        min_size=1,
+        max_size=300,
+    )
+)
+def test_the_interval_ends_are_numpys_percentiles_to_the_last_bit(draws):
+    """As verdict_from_draws took them before it had its own: np.percentile at the tails
+    (1 - 0.95) / 2 * 100 and 100 minus that (2.5 and 97.5, but for the last bit)."""
+    array = np.array(draws)
+    tail = (1 - stats.CONFIDENCE) / 2 * 100
+    expected = tuple(float(end) for end in np.percentile(array, [tail, 100 - tail]))
+    assert stats.percentile_interval(array) == expected
+    assert np.array_equal(array, np.array(draws))  # the caller's draws left as they were
+
+
+def _law_of(table) -> dict:
+    """The exact law an alias table draws from: each slot's 1/size kept or given to its alias."""
+    law: dict = {}
+    share = 1 / table.keep.size
+    for slot in range(table.keep.size):
+        kept, given = table.values[slot], table.values[table.alias[slot]]
+        law[int(kept)] = law.get(int(kept), 0.0) + share * table.keep[slot]
+        law[int(given)] = law.get(int(given), 0.0) + share * (1 - table.keep[slot])
+    return {value: p for value, p in law.items() if p > 0}
+
+
+@pytest.mark.parametrize("trials, successes", [(1, 0), (1, 1), (7, 3), (67, 1), (67, 40)])
+def test_an_alias_table_draws_the_binomial_exactly(trials, successes):
+    from scipy.stats import binom
+
+    from agentab.synthesis import discrete_laws
+
+    law = _law_of(discrete_laws.binomial(trials, successes))
+    for count, p in law.items():
+        assert p == pytest.approx(binom.pmf(count, trials, successes / trials), abs=1e-12)
+    assert sum(law.values()) == pytest.approx(1, abs=1e-12)
+
+
+@pytest.mark.parametrize("good, bad, sample", [(3, 4, 3), (50, 84, 67), (0, 9, 4), (9, 0, 4)])
+def test_an_alias_table_draws_the_hypergeometric_exactly(good, bad, sample):
+    from scipy.stats import hypergeom
+
+    from agentab.synthesis import discrete_laws
+
+    law = _law_of(discrete_laws.hypergeometric(good, bad, sample))
+    for count, p in law.items():
+        assert p == pytest.approx(hypergeom.pmf(count, good + bad, good, sample), abs=1e-12)
+    assert sum(law.values()) == pytest.approx(1, abs=1e-12)
+    drawn = discrete_laws.hypergeometric(good, bad, sample).draw(np.random.default_rng(1), 500)
+    again = discrete_laws.hypergeometric(good, bad, sample).draw(np.random.default_rng(1), 500)
+    assert np.array_equal(drawn, again)  # the same seed, the same draws
+
+
+@pytest.mark.parametrize("size", [1, 3, 5, 7])
+def test_an_alias_table_draws_a_resampled_median_position_exactly(size):
+    """The middle order statistic of `size` draws with replacement among `size` positions,
+    against every one of the size**size resamples."""
+    import itertools
+    from collections import Counter
+
+    from agentab.synthesis import discrete_laws
+
+    middle = (size + 1) // 2
+    every = Counter(
+        sorted(drawn)[middle - 1] for drawn in itertools.product(range(size), repeat=size)
+    )
+    law = _law_of(discrete_laws.order_statistic(size, middle))
+    assert set(law) == set(every)
+    for position, count in every.items():
+        assert law[position] == pytest.approx(count / size**size, abs=1e-12)

@@ -13,7 +13,9 @@ an even n, averaged). Each position is floor(n * U) for a uniform U, and floor k
 so the j-th smallest position is floor(n * U_(j)), with U_(j) the j-th smallest of n uniforms: a
 Beta(j, n - j + 1) draw. The next one up is the smallest of the n - j uniforms above it. Two beta
 draws per resample, however many runs a group holds, and ties among the values need no care
-(they sit at positions).
+(they sit at positions). For an odd n the one middle position's law is tabulated instead (at
+most j iff a Binomial(n, (j + 1) / n) count reaches the middle), and drawn, as the binomial is,
+from an alias table (`discrete_laws`): one uniform a draw.
 
 **Several tasks: the stratified permutation.** A task's runs of the two cells are shuffled
 between them, each cell keeping its number of runs, in every task at once; a draw is the pooled
@@ -29,7 +31,9 @@ module reads the draws as `gap - draw`, so the interval is built around the repo
 - a median is shuffled as it is, on the scale the pooled statistic uses (`strata`): the log of
   each task's median when every value is positive, so that a task 100 times the others does not
   decide alone. Its interval is the gap give or take what shuffles give: the interval of a gap
-  that moves every run of a task by the same factor.
+  that moves every run of a task by the same factor. A shuffle reads only the two medians'
+  sorted positions (two each for an even group), so those are drawn from their exact joint law
+  (`median_law`) instead of dealing every run.
 
 A random stream depends on the fixed seed and a key naming what it resamples (`generator_for`),
 never on the order in which the gaps are computed.
@@ -46,6 +50,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from agentab.metrics import MEDIAN, RATE, median
+from agentab.synthesis import discrete_laws, median_law
 
 SEED = 20_250_101
 DRAWS = 10_000
@@ -54,6 +59,10 @@ PSEUDO_RUNS = 1.0
 # A task with at most this many ways of dealing its runs between two cells has them all
 # listed once, and each draw picks one (12 runs: 924 deals): far cheaper than shuffling.
 ENUMERATED_DEALS = 10_000
+# An odd group of at most this many runs draws its resampled median's position from its
+# tabulated law (`discrete_laws.order_statistic`: n binomial tails, once per size) rather than
+# from a beta draw: a fifth of the cost, the same law.
+TABULATED_MEDIANS = 2_001
 
 
 def generator_for(key: str, seed: int = SEED) -> np.random.Generator:
@@ -86,7 +95,7 @@ def resample_statistic(
         raise ValueError("cannot resample an empty group")
     if kind == RATE:
         successes = int(np.count_nonzero(array))
-        return rng.binomial(n, successes / n, size=draws) / n
+        return discrete_laws.binomial(n, successes).draw(rng, draws) / n
     if kind == MEDIAN:
         return _resample_median(np.sort(array), rng, draws)
     raise ValueError(f"no statistic for metric kind {kind!r}")
@@ -95,6 +104,8 @@ def resample_statistic(
 def _resample_median(ordered: np.ndarray, rng: np.random.Generator, draws: int) -> np.ndarray:
     n = ordered.size
     middle = (n + 1) // 2  # the (lower) middle order statistic, counted from 1
+    if n % 2 and n <= TABULATED_MEDIANS:
+        return ordered[discrete_laws.order_statistic(n, middle).draw(rng, draws)]
     lower = rng.beta(middle, n - middle + 1, size=draws)
     if n % 2:
         return ordered[_position_of(lower, n)]
@@ -143,7 +154,7 @@ def dealt_rate_ratios(
         n_mine, n_theirs = len(mine), len(theirs)
         successes = _successes(mine) + _successes(theirs)
         failures = n_mine + n_theirs - successes
-        shuffled = rng.hypergeometric(successes, failures, n_mine, size=shuffles)
+        shuffled = discrete_laws.hypergeometric(successes, failures, n_mine).draw(rng, shuffles)
         ours = np.concatenate(([_successes(mine)], shuffled)).astype(float)
         others = successes - ours
         total += ours / n_mine - others / n_theirs
@@ -165,6 +176,12 @@ def dealt_median_gaps(
     total = np.zeros(shuffles + 1)
     for mine, theirs in zip(cell, reference, strict=True):
         ordered = np.sort(np.asarray([*mine, *theirs], dtype=float))
+        # The observed deal: each run at its place among the sorted runs (ties anywhere among
+        # equal values: the medians are the same values).
+        observed = np.argsort(np.argsort([*mine, *theirs], kind="stable"), kind="stable")
+        if median_law.covers(len(mine), len(theirs)):
+            total += _drawn_from_the_law(ordered, observed, len(mine), rng, shuffles, scale)
+            continue
         if math.comb(ordered.size, len(mine)) <= ENUMERATED_DEALS:
             ours, others = _every_deal(ordered.size, len(mine))
             # Each draw one of the equally likely deals: the same law as a shuffle.
@@ -176,13 +193,26 @@ def dealt_median_gaps(
             tiled = np.tile(np.arange(ordered.size, dtype=kind), (shuffles, 1))
             positions = rng.permuted(tiled, axis=1)
             ours, others = positions[:, : len(mine)], positions[:, len(mine) :]
-        # The observed deal: each run at its place among the sorted runs (ties anywhere among
-        # equal values: the medians are the same values).
-        observed = np.argsort(np.argsort([*mine, *theirs], kind="stable"), kind="stable")
         ours = np.vstack([observed[: len(mine)].astype(ours.dtype), ours])
         others = np.vstack([observed[len(mine) :].astype(others.dtype), others])
         total += scale(_median_at(ordered, ours)) - scale(_median_at(ordered, others))
     return total / len(cell)
+
+
+def _drawn_from_the_law(ordered, observed, ours: int, rng, shuffles: int, scale) -> np.ndarray:
+    """One task's scale(median of the cell) - scale(median of the reference), for the observed
+    deal (first) and `shuffles` deals drawn from the exact law of the medians' positions
+    (`median_law`): the same law as shuffling the runs, at a fraction of the cost. Each median is
+    the mean of its two middle values (one value twice for an odd group), as `_median_at`."""
+    drawn = median_law.draw_median_positions(ours, observed.size - ours, rng, shuffles)
+    mine, theirs = np.sort(observed[:ours]), np.sort(observed[ours:])
+    first = [mine[(ours - 1) // 2], mine[ours // 2]]
+    first += [theirs[(theirs.size - 1) // 2], theirs[theirs.size // 2]]
+    low_mine, high_mine, low_theirs, high_theirs = (
+        ordered[np.concatenate(([start], positions))]
+        for start, positions in zip(first, drawn, strict=True)
+    )
+    return scale((low_mine + high_mine) / 2) - scale((low_theirs + high_theirs) / 2)
 
 
 @functools.lru_cache(maxsize=64)

@@ -265,8 +265,11 @@ def read_all_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[Ba
         if isinstance(record, BadFile):
             bad.append(record)
             continue
-        # Every file of the run, as `agentab runs` checks it: both count the run alike.
-        runs.append(with_run_changes(record, Path(root, slug, rep), secret))
+        # Every file of the run, as `agentab runs` checks it: both count the run alike. (No
+        # secret, nothing to check: no Path built, 10 000 times.)
+        if secret is not None:
+            record = with_run_changes(record, Path(root, slug, rep), secret)
+        runs.append(record)
     runs.sort(key=lambda run: (order[run.cell], task_order.get(run.task, 0), run.rep))
     return runs, bad, present
 
@@ -283,14 +286,13 @@ def missing_runs(results_dir: Path, scenario, present: set[str] | None = None) -
     for cell in scenario.run_cells:
         for rep in range(1, scenario.repetitions + 1):
             relative = _relative_run_folder(cell.slug, rep)
+            if present is not None and relative in present:
+                continue  # (before any Path is built: 10 000 runs spent 0.25 s building them)
             measures = folder.run(cell.slug, rep).measures
-            if present is not None:
-                found = relative in present
-            else:
-                found = measures.exists() and not_started_reason(measures) is None
-            if not found:
-                reason = not_started_reason(measures) or ""
-                missing.append(MissingRun(cell.name, rep, relative, cell.task, reason))
+            if present is None and measures.exists() and not_started_reason(measures) is None:
+                continue
+            reason = not_started_reason(measures) or ""
+            missing.append(MissingRun(cell.name, rep, relative, cell.task, reason))
     return missing
 
 

@@ -43,6 +43,10 @@ MIN_RUNS_PER_GROUP = 9
 MIN_RUNS_PER_TASK = 3
 CONFIDENCE = 0.95
 ESTABLISHED = "established"
+# The interval's ends as quantiles, as np.percentile divides the tails it is given.
+_QUANTILES = np.true_divide(
+    np.array([(1 - CONFIDENCE) / 2 * 100, 100 - (1 - CONFIDENCE) / 2 * 100]), 100
+)
 INCONCLUSIVE = "inconclusive"
 
 
@@ -70,9 +74,27 @@ def verdict_from_draws(
     it, the interval is widened to reach it (so a gap of 0 is never established). `bounds`, if
     given, are the values a gap can take at all (a rate gap: -1 to 1): an end is cut there.
     """
-    tail = (1 - CONFIDENCE) / 2 * 100
-    ci_low, ci_high = (float(x) for x in np.percentile(gap_draws, [tail, 100 - tail]))
+    ci_low, ci_high = percentile_interval(gap_draws)
     return verdict_from_interval(gap, ci_low, ci_high, two_sided_p(gap, gap_draws), bounds)
+
+
+def percentile_interval(gap_draws: np.ndarray) -> tuple[float, float]:
+    """np.percentile(gap_draws, [2.5, 97.5]) to the last bit (its "linear" method: the two
+    sorted neighbours of (n - 1) * q, interpolated as numpy's _lerp does), without its general
+    machinery, which cost 7 times the partition it rests on, 3 000 times in a synthesis."""
+    draws = np.asarray(gap_draws, dtype=float).ravel()
+    if draws.size < 2 or np.isnan(draws).any():
+        tails = np.percentile(draws, 100 * _QUANTILES)
+        return float(tails[0]), float(tails[1])
+    virtual = (draws.size - 1) * _QUANTILES
+    previous = np.floor(virtual).astype(np.intp)
+    following = np.minimum(previous + 1, draws.size - 1)
+    ordered = np.partition(draws, np.unique(np.concatenate((previous, following))))
+    low, high = ordered[previous], ordered[following]
+    weight = virtual - previous
+    step = high - low
+    found = np.where(weight >= 0.5, high - step * (1 - weight), low + step * weight)
+    return float(found[0]), float(found[1])
 
 
 def verdict_from_interval(
