@@ -18,6 +18,7 @@ from agentab.synthesis.protected import protected_edit_warnings
 from agentab.synthesis.results import STATUSES, RunRecord
 from agentab.synthesis.strata import ALL, LINEAR, LOG
 from agentab.synthesis.verdicts import HOLM_LEVEL, PENDING_NOTE, CellValue, Gap, SynthesisResult
+from agentab.synthesis.wave_verdicts import stopping_context
 
 
 def _number(value: float) -> str:
@@ -47,8 +48,18 @@ def describe_gap_figures(gap: Gap) -> str:
 
 
 def _gap_interval(gap: Gap) -> str:
+    if gap.sequence is not None:
+        return _sequence_interval(gap)
     interval = _interval(gap.verdict.ci_low, gap.verdict.ci_high, gap.kind)
     return f"{interval} ({_relative_interval(gap)})" if gap.scale == LOG else interval
+
+
+def _sequence_interval(gap: Gap) -> str:
+    """A sequential gap's interval: its confidence sequence, a median's on the sign scale."""
+    low, high = gap.verdict.ci_low, gap.verdict.ci_high
+    if gap.kind == RATE:
+        return _interval(low, high, RATE)
+    return f"[{_plain(low, 3)}, {_plain(high, 3)}] of P(>) − P(<)"
 
 
 def _difference(gap: Gap) -> str:
@@ -313,7 +324,8 @@ def report_context(result: SynthesisResult, scenario) -> dict:
         "scenario": scenario,
         "stats": stats,
         "holm_level": HOLM_LEVEL,
-        "expected_runs": len(scenario.run_cells) * scenario.repetitions,
+        "expected_runs": expected_runs(result, scenario),
+        "stopping": stopping_context(result, scenario),
         # One task, named or not, is one task: no per-task sections.
         "tasks": [task.name for task in scenario.tasks] if len(scenario.tasks) > 1 else [],
         "task_values": {
@@ -368,6 +380,13 @@ def report_context(result: SynthesisResult, scenario) -> dict:
             "priced_runs": usage["priced_runs"],
         },
     }
+
+
+def expected_runs(result: SynthesisResult, scenario) -> int:
+    """Every run planned; with sequential stopping, the runs of the waves each cell got."""
+    if result.waves is None:
+        return len(scenario.run_cells) * scenario.repetitions
+    return sum(result.waves.runs_given(cell.name) for cell in scenario.run_cells)
 
 
 def gap_row(gap: Gap, values: dict) -> dict:

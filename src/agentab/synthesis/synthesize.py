@@ -29,6 +29,8 @@ from agentab.synthesis.verdicts import (
     compute_gaps,
     decide_metric_types,
 )
+from agentab.synthesis.wave_verdicts import sequential_gaps
+from agentab.synthesis.waves import replay_waves
 
 # The outputs in the order they are written: the tables and the figure, the report last.
 WRITE_ORDER = SYNTHESIS_FILES[1:] + SYNTHESIS_FILES[:1]
@@ -42,6 +44,12 @@ def synthesize(results_dir: Path) -> SynthesisResult:
     scored = ScoredValues.of(runs, scenario.metrics)
     types = decide_metric_types(scored, scenario)
     cell_values = compute_cell_values(scored, scenario, types)
+    plan = None
+    if scenario.sequential:  # the waves replayed from the runs: who got which wave
+        plan = replay_waves(scenario, runs, {name: kind.kind for name, kind in types.items()})
+    given = (
+        None if plan is None else {cell.name: plan.runs_given(cell.name) for cell in scenario.cells}
+    )
     result = SynthesisResult(
         results_dir=results_dir,
         scenario_name=scenario.name,
@@ -50,14 +58,17 @@ def synthesize(results_dir: Path) -> SynthesisResult:
         metric_types=types,
         cell_values=cell_values,
         gaps=[],
-        missing=missing_runs(results_dir, scenario, present),
+        missing=missing_runs(results_dir, scenario, present, given),
         bad_files=bad_files,
+        waves=plan,
     )
 
     # What needs no verdict is written while the groups are resampled.
     result.gaps = compute_gaps(
         scored, scenario, types, cell_values, meanwhile=lambda: write_run_tables(result, scenario)
     )
+    if plan is not None:
+        result.gaps = sequential_gaps(result.gaps, plan)
     write_verdict_outputs(result, scenario)
     return result
 

@@ -1,0 +1,125 @@
+"""The waves of a sequential scenario, replayed from its runs: which cells got which wave, and
+at which wave each gap was decided.
+
+`[protocol] stopping = "sequential"` runs every cell's first wave; after wave k a cell gets
+wave k + 1 while one of its gaps in a `decide` metric is undecided, up to `repetitions` runs;
+the reference runs as long as any cell does. The workflow's checkpoint after each wave
+(`decide_wave`) and the synthesis both call `replay_waves`, on the runs present and their run
+indices alone, so a synthesis rebuilt from measures.json gives every decision again, and the
+same one the workflow acted on.
+
+A gap's sequence (`agentab.synthesis.sequential`) pairs the cell's run i with the reference's
+run i of the same task; a look after wave k holds the pairs of runs 1 to k x wave, wave by wave,
+task by task, run by run. A run that is not valid, or has no value of the metric, leaves its
+pair out.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from agentab.metrics import MEDIAN, RATE
+from agentab.synthesis.sequential import SequencePath, pair_values, sequence_path
+
+JUDGED = (RATE, MEDIAN)
+
+
+@dataclass
+class WavePlan:
+    """What the waves so far decided: each cell's waves, and each gap's sequence."""
+
+    wave: int  # runs per cell and task in each wave
+    most: int  # the most waves a cell can get
+    looked: int  # the waves judged so far
+    given: dict[str, int] = field(default_factory=dict)  # cell name -> waves it was given
+    paths: dict[tuple[str, str], SequencePath] = field(default_factory=dict)  # (cell, metric)
+
+    def runs_given(self, cell: str) -> int:
+        """Runs per task the cell was given: its waves x the wave."""
+        return self.given.get(cell, 0) * self.wave
+
+    def next_wave_cells(self) -> list[str]:
+        """The cells that get wave `looked` + 1 (none after the last)."""
+        return [cell for cell, waves in self.given.items() if waves > self.looked]
+
+
+def values_by_run(runs, metrics) -> dict[tuple[str, str, str, int], object]:
+    """(cell, metric, task, rep) -> its value, over the valid runs."""
+    table = {}
+    for run in runs:
+        if run.status != "valid":
+            continue
+        for metric in metrics:
+            if metric in run.metrics and metric not in run.pending:
+                table[run.cell, metric, run.task, run.rep] = run.metrics[metric]
+    return table
+
+
+def task_order(scenario, runs) -> list[str]:
+    """The tasks in the scenario's order (a scenario with one [task] has the task "")."""
+    names = [task.name for task in getattr(scenario, "tasks", [])]
+    seen = sorted({run.task for run in runs} - set(names))
+    return names + seen or [""]
+
+
+def gap_path(values, kind, cell, reference, metric, tasks, wave, looks, horizon) -> SequencePath:
+    """The sequence of one gap through `looks` waves."""
+    d, ends = [], []
+    for number in range(1, looks + 1):
+        for task in tasks:
+            for rep in range((number - 1) * wave + 1, number * wave + 1):
+                mine = values.get((cell, metric, task, rep))
+                theirs = values.get((reference, metric, task, rep))
+                if mine is not None and theirs is not None:
+                    d.append(float(pair_values(kind, [float(mine)], [float(theirs)])[0]))
+        ends.append(len(d))
+    return sequence_path(kind, d, ends, horizon)
+
+
+def replay_waves(scenario, runs, kinds: dict[str, str], through: int | None = None) -> WavePlan:
+    """Replay the decisions after waves 1 to `through` (all of them by default).
+
+    `kinds`: each metric's aggregation (rate, median, or another: not judged).
+    """
+    wave, most = scenario.wave, scenario.waves
+    through = most if through is None else min(through, most)
+    reference = scenario.reference
+    tasks = task_order(scenario, runs)
+    values = values_by_run(runs, scenario.metrics)
+    horizon = scenario.repetitions * len(tasks)
+    judged = [m for m in scenario.metrics if kinds.get(m) in JUDGED]
+    plan = WavePlan(wave, most, 0, {cell.name: 1 for cell in scenario.cells})
+    for number in range(1, through + 1):
+        still_open = []
+        for cell in scenario.cells:
+            if cell.name == reference or plan.given[cell.name] < number:
+                continue
+            for metric in judged:
+                path = gap_path(
+                    values,
+                    kinds[metric],
+                    cell.name,
+                    reference,
+                    metric,
+                    tasks,
+                    wave,
+                    number,
+                    horizon,
+                )
+                plan.paths[cell.name, metric] = path
+                if metric in scenario.decide and not path.established:
+                    still_open.append(cell.name)
+        plan.looked = number
+        if number < most and still_open:
+            for name in {*still_open, reference}:
+                plan.given[name] = number + 1
+    return plan
+
+
+def wave_of_runs(runs, wave: int) -> dict[int, list]:
+    """The runs of each wave, by run index."""
+    table = defaultdict(list)
+    for run in runs:
+        table[(run.rep - 1) // wave + 1].append(run)
+    return dict(table)

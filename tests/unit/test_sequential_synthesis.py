@@ -1,0 +1,56 @@
+"""A sequential scenario's synthesis: the waves replayed from measures.json alone, each gap
+decided by its confidence sequence, and the stopping table (docs/synthesis.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentab.synthesis.synthesize import synthesize
+from tests.unit.test_synthesis import write_run, write_scenario
+
+SEQUENTIAL = 'repetitions = 30\nstopping = "sequential"\nwave = 5\ndecide = ["ran_tests"]\n'
+
+
+def write_sequential(folder: Path) -> Path:
+    write_scenario(folder, repetitions=30)
+    path = folder / "scenario.toml"
+    path.write_text(path.read_text().replace("repetitions = 30\n", SEQUENTIAL, 1))
+    return folder
+
+
+def test_a_clear_effect_is_decided_at_its_second_wave_and_the_rest_not_run(tmp_path) -> None:
+    folder = write_sequential(tmp_path / "seq")
+    for rep in range(1, 11):  # two waves of each: what the workflow would have run
+        write_run(folder, "nothing", rep, {"ran_tests": rep == 3, "turns": 5 + rep % 3})
+        write_run(folder, "rule", rep, {"ran_tests": True, "turns": 5 + rep % 2})
+    result = synthesize(folder)
+    (gap,) = [gap for gap in result.family if gap.metric == "ran_tests"]
+    assert gap.verdict.is_established and gap.sequence.decided_at == 2
+    assert gap.verdict.ci_low > 0
+    assert result.waves.given == {"nothing": 2, "rule": 2}
+    assert result.missing == []  # the waves it never got are not missing
+    text = result.outputs["synthesis.md"].read_text()
+    assert "## Stopping: sequential" in text
+    assert "`ran_tests` at wave 2" in text
+    assert "40 runs not made" in text
+
+
+def test_no_effect_runs_to_its_maximum_and_stays_inconclusive(tmp_path) -> None:
+    folder = write_sequential(tmp_path / "seq")
+    for rep in range(1, 31):
+        write_run(folder, "nothing", rep, {"ran_tests": rep % 2 == 0, "turns": 5 + rep % 3})
+        write_run(folder, "rule", rep, {"ran_tests": rep % 4 < 2, "turns": 5 + rep % 4})
+    result = synthesize(folder)
+    assert result.waves.given == {"nothing": 6, "rule": 6}
+    assert not any(gap.verdict.is_established for gap in result.family)
+    assert "6 of 6" in result.outputs["synthesis.md"].read_text()
+
+
+def test_a_wave_the_replay_gives_but_the_folder_lacks_is_missing(tmp_path) -> None:
+    folder = write_sequential(tmp_path / "seq")
+    for rep in range(1, 11):  # undecided after wave 2: wave 3 is due
+        write_run(folder, "nothing", rep, {"ran_tests": rep % 2 == 0, "turns": 5})
+        write_run(folder, "rule", rep, {"ran_tests": rep % 2 == 1, "turns": 5})
+    result = synthesize(folder)
+    assert sorted({m.rep for m in result.missing}) == list(range(11, 31))
+    assert result.waves.looked == 6
