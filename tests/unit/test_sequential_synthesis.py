@@ -54,3 +54,29 @@ def test_a_wave_the_replay_gives_but_the_folder_lacks_is_missing(tmp_path) -> No
     result = synthesize(folder)
     assert sorted({m.rep for m in result.missing}) == list(range(11, 31))
     assert result.waves.looked == 6
+
+
+def test_the_wave_decision_names_the_cells_of_the_next_wave(tmp_path) -> None:
+    from agentab.steps.decide_wave import decide
+
+    folder = write_sequential(tmp_path / "seq")
+    for rep in range(1, 11):
+        write_run(folder, "nothing", rep, {"ran_tests": rep == 3, "turns": 5})
+        write_run(folder, "rule", rep, {"ran_tests": True, "turns": 5})
+    first, second = decide(folder, 1), decide(folder, 2)
+    assert first["next"] == ["nothing", "rule"] and first["decided"] == {}
+    assert second["next"] == [] and second["decided"] == {"rule · ran_tests": 2}
+
+
+def test_a_wave_the_budget_cut_short_gets_no_wave_after_it(tmp_path) -> None:
+    import json
+
+    folder = write_sequential(tmp_path / "seq")
+    for rep in range(1, 6):
+        write_run(folder, "nothing", rep, {"ran_tests": rep % 2 == 0, "turns": 5})
+        write_run(folder, "rule", rep, {"ran_tests": rep % 2 == 1, "turns": 5})
+    measures = folder / "runs" / "rule" / "r05" / "measures.json"
+    data = json.loads(measures.read_text())
+    measures.write_text(json.dumps({**data, "status": "not-started"}))
+    result = synthesize(folder)
+    assert result.waves.halted == {1} and result.waves.given == {"nothing": 1, "rule": 1}

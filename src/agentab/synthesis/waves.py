@@ -16,7 +16,6 @@ pair out.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 from agentab.metrics import MEDIAN, RATE
@@ -34,6 +33,7 @@ class WavePlan:
     looked: int  # the waves judged so far
     given: dict[str, int] = field(default_factory=dict)  # cell name -> waves it was given
     paths: dict[tuple[str, str], SequencePath] = field(default_factory=dict)  # (cell, metric)
+    halted: set[int] = field(default_factory=set)  # a wave the budget cut short: no wave after
 
     def runs_given(self, cell: str) -> int:
         """Runs per task the cell was given: its waves x the wave."""
@@ -77,10 +77,40 @@ def gap_path(values, kind, cell, reference, metric, tasks, wave, looks, horizon)
     return sequence_path(kind, d, ends, horizon)
 
 
-def replay_waves(scenario, runs, kinds: dict[str, str], through: int | None = None) -> WavePlan:
+def replay_results(results_dir, scenario, through: int | None = None) -> WavePlan:
+    """`replay_waves` on a results folder: its runs, their metrics' types, and the runs the
+    budget did not start."""
+    from agentab.synthesis.results import read_all_runs
+    from agentab.synthesis.verdicts import ScoredValues, decide_metric_types
+
+    runs, _, _ = read_all_runs(results_dir, scenario)
+    types = decide_metric_types(ScoredValues.of(runs, scenario.metrics), scenario)
+    kinds = {metric: kind.kind for metric, kind in types.items()}
+    return replay_waves(scenario, runs, kinds, through, not_started(results_dir, scenario))
+
+
+def not_started(results_dir, scenario) -> set[int]:
+    """The run indices of the runs the budget did not start (any cell)."""
+    from agentab.layout import ResultsFolder
+    from agentab.synthesis.results import not_started_reason
+
+    folder = ResultsFolder(results_dir)
+    return {
+        rep
+        for cell in scenario.run_cells
+        for rep in range(1, scenario.repetitions + 1)
+        if folder.run(cell.slug, rep).measures.exists()
+        and not_started_reason(folder.run(cell.slug, rep).measures)
+    }
+
+
+def replay_waves(
+    scenario, runs, kinds: dict[str, str], through: int | None = None, unstarted=frozenset()
+) -> WavePlan:
     """Replay the decisions after waves 1 to `through` (all of them by default).
 
-    `kinds`: each metric's aggregation (rate, median, or another: not judged).
+    `kinds`: each metric's aggregation (rate, median, or another: not judged). `unstarted`:
+    the run indices the budget did not start; a wave holding one gets no wave after it.
     """
     wave, most = scenario.wave, scenario.waves
     through = most if through is None else min(through, most)
@@ -111,15 +141,10 @@ def replay_waves(scenario, runs, kinds: dict[str, str], through: int | None = No
                 if metric in scenario.decide and not path.established:
                     still_open.append(cell.name)
         plan.looked = number
+        if any((number - 1) * wave < rep <= number * wave for rep in unstarted):
+            plan.halted.add(number)
+            break
         if number < most and still_open:
             for name in {*still_open, reference}:
                 plan.given[name] = number + 1
     return plan
-
-
-def wave_of_runs(runs, wave: int) -> dict[int, list]:
-    """The runs of each wave, by run index."""
-    table = defaultdict(list)
-    for run in runs:
-        table[(run.rep - 1) // wave + 1].append(run)
-    return dict(table)
