@@ -14,6 +14,7 @@ from agentab.synthesis.brick_use import brick_use_rows, brick_use_warnings
 from agentab.synthesis.calibration import aa_warnings, calibration_summary
 from agentab.synthesis.environment import environment_warnings
 from agentab.synthesis.integrity import changed_runs_warnings
+from agentab.synthesis.looks import looks_warning
 from agentab.synthesis.protected import protected_edit_warnings
 from agentab.synthesis.results import STATUSES, RunRecord
 from agentab.synthesis.strata import ALL, LINEAR, LOG
@@ -245,7 +246,7 @@ def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
     warnings = aa_warnings(result, describe_gap_figures)
     warnings += unconfined_warning(result) + environment_warnings(result, scenario)
     warnings += protected_edit_warnings(result, scenario) + brick_use_warnings(result, scenario)
-    warnings += changed_runs_warnings(result)
+    warnings += changed_runs_warnings(result) + looks_warning(result.looks)
     warnings += [
         f"`{cell.name}`: {undelivered[cell.name]} run{'s' * (undelivered[cell.name] != 1)} "
         "whose treatment did not reach the model (invalid: `treatment-not-delivered`)"

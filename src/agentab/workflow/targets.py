@@ -45,6 +45,7 @@ SYNTHESIS_CODE = (
     "synthesis/sequential.py",
     "synthesis/waves.py",
     "synthesis/wave_verdicts.py",
+    "synthesis/looks.py",
     "synthesis/calibration.py",
     "synthesis/environment.py",
     "synthesis/protected.py",
