@@ -80,3 +80,20 @@ def test_a_wave_the_budget_cut_short_gets_no_wave_after_it(tmp_path) -> None:
     measures.write_text(json.dumps({**data, "status": "not-started"}))
     result = synthesize(folder)
     assert result.waves.halted == {1} and result.waves.given == {"nothing": 1, "rule": 1}
+
+
+def test_plan_gives_a_sequential_scenarios_expected_runs_to_a_decision(tmp_path, capsys) -> None:
+    from agentab.cli import main
+
+    folder = write_sequential(tmp_path / "seq")
+    for rep in range(1, 11):
+        write_run(folder, "nothing", rep, {"ran_tests": rep <= 3, "turns": 5 + rep % 3})
+        write_run(folder, "rule", rep, {"ran_tests": True, "turns": 5 + rep % 2})
+    assert main(["plan", str(folder), "--gap", "ran_tests=0.6"]) == 0
+    out = capsys.readouterr().out
+    assert "under sequential stopping: waves of 5, at most 30 (6 waves)" in out
+    line = next(line for line in out.splitlines() if line.startswith("ran_tests"))
+    decided, mean = line.split()[-5], float(line.split()[-4])
+    assert decided.endswith("%") and int(decided[:-1]) > 90 and 5 <= mean < 20, line
+    assert main(["plan", str(folder), "--gap", "ran_tests=0.9"]) == 0
+    assert "cannot move by +0.9" in capsys.readouterr().out
