@@ -97,3 +97,17 @@ def test_plan_gives_a_sequential_scenarios_expected_runs_to_a_decision(tmp_path,
     assert decided.endswith("%") and int(decided[:-1]) > 90 and 5 <= mean < 20, line
     assert main(["plan", str(folder), "--gap", "ran_tests=0.9"]) == 0
     assert "cannot move by +0.9" in capsys.readouterr().out
+
+
+def test_the_report_draws_each_gaps_sequence_and_lists_only_the_runs_given(tmp_path) -> None:
+    from agentab.report import build_report
+
+    folder = write_sequential(tmp_path / "seq")
+    for rep in range(1, 11):
+        write_run(folder, "nothing", rep, {"ran_tests": rep == 3, "turns": 5 + rep % 3})
+        write_run(folder, "rule", rep, {"ran_tests": True, "turns": 5 + rep % 2})
+    result = build_report(folder)
+    assert result.runs == 20
+    page = (folder / "report" / "cells" / "rule.html").read_text()
+    assert page.count('<figure class="sequence">') == 2
+    assert "established at wave 2" in page and "wave 2: 10 pairs" in page

@@ -17,6 +17,7 @@ from agentab.synthesis.integrity import changed_runs_warnings
 from agentab.synthesis.looks import looks_warning
 from agentab.synthesis.protected import protected_edit_warnings
 from agentab.synthesis.results import STATUSES, RunRecord
+from agentab.synthesis.sequence_figure import sequence_svg
 from agentab.synthesis.strata import ALL, LINEAR, LOG
 from agentab.synthesis.verdicts import HOLM_LEVEL, PENDING_NOTE, CellValue, Gap, SynthesisResult
 from agentab.synthesis.wave_verdicts import stopping_context
@@ -318,6 +319,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
     for row in result.cell_values:
         pending[row.metric] += row.pending
     usage = usage_totals(result.runs)
+    most_waves = result.waves.most if result.waves else 0
     return {
         "limits": limits_line(result, scenario),
         "warnings": treatment_warnings(result, scenario),
@@ -335,7 +337,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
             if row.task != ALL
         },
         "task_gaps": [gap_row(gap, every_value) for gap in result.task_gaps],
-        "calibration": [gap_row(gap, every_value) for gap in result.calibration],
+        "calibration": [gap_row(gap, every_value, most_waves) for gap in result.calibration],
         "calibration_summary": calibration_summary(result.calibration),
         "counts": {status: counts.get(status, 0) for status in STATUSES},
         "matrix": [
@@ -358,7 +360,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
             for metric in scenario.metrics
         ],
         "values": {key: describe_value(row) for key, row in values.items()},
-        "gaps": [gap_row(gap, every_value) for gap in result.family],
+        "gaps": [gap_row(gap, every_value, most_waves) for gap in result.family],
         "established": [describe_gap_plainly(gap, values) for gap in result.established],
         "surviving_holm": sum(gap.survives_holm for gap in result.family),
         "isolated": [{"row": row, "text": describe_isolated(row)} for row in isolated],
@@ -390,7 +392,7 @@ def expected_runs(result: SynthesisResult, scenario) -> int:
     return sum(result.waves.runs_given(cell.name) for cell in scenario.run_cells)
 
 
-def gap_row(gap: Gap, values: dict) -> dict:
+def gap_row(gap: Gap, values: dict, most_waves: int = 0) -> dict:
     """A gap as the tables of synthesis.md and of the report write it; `values` holds every
     row of cells.csv by (cell, metric, task)."""
     return {
@@ -401,6 +403,8 @@ def gap_row(gap: Gap, values: dict) -> dict:
         "interval": _gap_interval(gap),
         "p": _p_value(gap.verdict.p),
         "p_holm": _p_value(gap.p_holm),
+        # Sequential stopping: the gap's sequence over the waves, drawn for the report.
+        "sequence_svg": sequence_svg(gap.sequence, most_waves) if gap.sequence else "",
     }
 
 

@@ -46,6 +46,7 @@ SYNTHESIS_CODE = (
     "synthesis/waves.py",
     "synthesis/wave_verdicts.py",
     "synthesis/looks.py",
+    "synthesis/sequence_figure.py",
     "synthesis/calibration.py",
     "synthesis/environment.py",
     "synthesis/protected.py",
