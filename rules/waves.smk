@@ -1,7 +1,7 @@
 # Sequential stopping ([protocol] stopping = "sequential"): a checkpoint after each wave
 # decides which cells get the next one, so the job graph follows the decisions. A fixed
 # scenario has no waves: its synthesis asks for every run, as before.
-import json
+from agentab.workflow.waves import next_wave_cells as read_next_wave_cells
 
 
 wildcard_constraints:
@@ -14,8 +14,7 @@ def next_wave_cells(scenario, wave):
     if wave == 1:
         return WORKFLOW.cell_names(scenario)
     decision = checkpoints.decide_wave.get(scenario=scenario, wave=wave - 1).output[0]
-    with open(decision, encoding="utf-8") as file:
-        return json.load(file)["next"]
+    return read_next_wave_cells(WORKFLOW, scenario, wave, decision)
 
 
 def wave_inputs(wildcards):
