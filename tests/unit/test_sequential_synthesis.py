@@ -111,3 +111,32 @@ def test_the_report_draws_each_gaps_sequence_and_lists_only_the_runs_given(tmp_p
     page = (folder / "report" / "cells" / "rule.html").read_text()
     assert page.count('<figure class="sequence">') == 2
     assert "established at wave 2" in page and "wave 2: 10 pairs" in page
+
+
+def test_with_two_tasks_each_wave_pairs_runs_within_their_task(tmp_path) -> None:
+    """A rule that always makes the agent run the tests, on an easy task (the reference runs
+    them half the time) and a hard one (never): decided at wave 1 or 2, pairs from both tasks;
+    the turns (no effect) stay undecided."""
+    from tests.unit import test_tasks_synthesis as tasks
+
+    folder = tasks.write_folder(tmp_path / "strata", repetitions=30)
+    path = folder / "scenario.toml"
+    text = path.read_text().replace(
+        "repetitions = 30\n", 'repetitions = 30\nstopping = "sequential"\nwave = 5\n', 1
+    )
+    path.write_text(text.replace('metrics = ["ran_tests", "turns"]', 'metrics = ["ran_tests"]'))
+    for task in ("easy", "hard"):
+        for rep in range(1, 11):
+            tasks.write_run(
+                folder, "nothing", task, rep, {"ran_tests": task == "easy" and rep % 2 == 1}
+            )
+            tasks.write_run(folder, "rule", task, rep, {"ran_tests": True})
+    result = synthesize(folder)
+    (gap,) = result.family
+    assert gap.verdict.is_established and gap.sequence.decided_at in (1, 2)
+    assert gap.sequence.looks[0].pairs == 10  # a wave: 5 pairs in each of the two tasks
+    assert result.waves.given == {
+        "nothing": gap.sequence.decided_at,
+        "rule": gap.sequence.decided_at,
+    }
+    assert result.missing == []

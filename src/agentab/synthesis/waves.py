@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis.sequential import SequencePath, pair_values, sequence_path
+from agentab.synthesis.sequential import SequencePath, crossings, pair_values, sequence_path
 
 JUDGED = (RATE, MEDIAN)
 
@@ -63,18 +63,21 @@ def task_order(scenario, runs) -> list[str]:
     return names + seen or [""]
 
 
-def gap_path(values, kind, cell, reference, metric, tasks, wave, looks, horizon) -> SequencePath:
-    """The sequence of one gap through `looks` waves."""
-    d, ends = [], []
+def gap_stream(values, kind, cell, reference, metric, tasks, wave, looks):
+    """A gap's pairs through `looks` waves, in order, and the pairs so far after each wave."""
+    mine, theirs, ends = [], [], []
     for number in range(1, looks + 1):
         for task in tasks:
             for rep in range((number - 1) * wave + 1, number * wave + 1):
-                mine = values.get((cell, metric, task, rep))
-                theirs = values.get((reference, metric, task, rep))
-                if mine is not None and theirs is not None:
-                    d.append(float(pair_values(kind, [float(mine)], [float(theirs)])[0]))
-        ends.append(len(d))
-    return sequence_path(kind, d, ends, horizon)
+                pair = (
+                    values.get((cell, metric, task, rep)),
+                    values.get((reference, metric, task, rep)),
+                )
+                if pair[0] is not None and pair[1] is not None:
+                    mine.append(float(pair[0]))
+                    theirs.append(float(pair[1]))
+        ends.append(len(mine))
+    return pair_values(kind, mine, theirs), ends
 
 
 def replay_results(results_dir, scenario, through: int | None = None) -> WavePlan:
@@ -120,26 +123,27 @@ def replay_waves(
     horizon = scenario.repetitions * len(tasks)
     judged = [m for m in scenario.metrics if kinds.get(m) in JUDGED]
     plan = WavePlan(wave, most, 0, {cell.name: 1 for cell in scenario.cells})
+    others = [cell.name for cell in scenario.cells if cell.name != reference]
+    streams = {
+        (cell, metric): gap_stream(
+            values, kinds[metric], cell, reference, metric, tasks, wave, through
+        )
+        for cell in others
+        for metric in judged
+    }
+    # Whether each gap's sequence has excluded 0 by each wave: the fast path of the rule, the
+    # same function the simulations use (a wave's decision needs no interval).
+    crossed = {key: crossings(d[None, :], ends, horizon)[0] for key, (d, ends) in streams.items()}
     for number in range(1, through + 1):
-        still_open = []
-        for cell in scenario.cells:
-            if cell.name == reference or plan.given[cell.name] < number:
-                continue
-            for metric in judged:
-                path = gap_path(
-                    values,
-                    kinds[metric],
-                    cell.name,
-                    reference,
-                    metric,
-                    tasks,
-                    wave,
-                    number,
-                    horizon,
-                )
-                plan.paths[cell.name, metric] = path
-                if metric in scenario.decide and not path.established:
-                    still_open.append(cell.name)
+        still_open = [
+            cell
+            for cell in others
+            if plan.given[cell] >= number
+            and any(
+                metric in scenario.decide and not crossed[cell, metric][number - 1]
+                for metric in judged
+            )
+        ]
         plan.looked = number
         if any((number - 1) * wave < rep <= number * wave for rep in unstarted):
             plan.halted.add(number)
@@ -147,4 +151,10 @@ def replay_waves(
         if number < most and still_open:
             for name in {*still_open, reference}:
                 plan.given[name] = number + 1
+    for (cell, metric), (d, ends) in streams.items():
+        looks = min(plan.given[cell], plan.looked)
+        kept = ends[:looks]
+        plan.paths[cell, metric] = sequence_path(
+            kinds[metric], d[: kept[-1] if kept else 0], kept, horizon
+        )
     return plan
