@@ -54,3 +54,11 @@ def test_under_the_null_a_look_after_every_wave_keeps_the_five_percent(rate: flo
     d = sequential.pair_values(RATE, cell, reference)
     crossed = sequential.crossings(d, [5, 10, 15, 20, 25, 30], horizon=30)
     assert crossed.any(axis=-1).mean() < 0.05
+
+
+def test_the_fewest_pairs_that_can_decide_agree_with_the_rule() -> None:
+    assert sequential.fewest_pairs(5) is None  # not even five pairs that all differ
+    fewest = sequential.fewest_pairs(30)
+    ones = np.ones((1, 30))
+    assert not sequential.crossings(ones, [fewest - 1], horizon=30)[0, 0]
+    assert sequential.crossings(ones, [fewest], horizon=30)[0, 0]

@@ -72,3 +72,17 @@ def test_stopping_keys_that_disagree_are_refused_with_key_and_fix(
 ) -> None:
     text = refusal(with_protocol(demo, lines))
     assert "scenario.toml" in text and key in text and fix in text, text
+
+
+def test_check_tells_the_sequential_rule_and_warns_of_a_maximum_too_small(demo, capsys) -> None:
+    from agentab.cli import main
+
+    path = with_protocol(demo, 'repetitions = 30\nstopping = "sequential"\nwave = 5\n')
+    main(["check", str(path)])
+    out = capsys.readouterr().out
+    assert "= 120 at most: sequential stopping, waves of 5 (6 at most)" in out
+    assert "anytime-valid 95% confidence sequence" in out and "too few" not in out
+    path.write_text(path.read_text().replace("repetitions = 30", "repetitions = 5", 1))
+    main(["check", str(path)])
+    out = capsys.readouterr().out
+    assert "at most 5 pairs of runs, too few for a confidence sequence to exclude 0" in out

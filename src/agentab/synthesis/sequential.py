@@ -163,3 +163,11 @@ def sequence_path(kind: str, d: Sequence[float], ends: Sequence[int], horizon: i
         if established:  # decided: the waves after it add nothing to this gap's verdict
             break
     return SequencePath(kind, tuple(looks))
+
+
+def fewest_pairs(horizon: int) -> int | None:
+    """The fewest pairs after which a gap can be established at all (every pair at +1), for a
+    planned maximum of `horizon` pairs; None when even the maximum cannot."""
+    capital = log_capital(np.ones(horizon), 0.0, horizon)
+    reached = np.flatnonzero(capital >= math.log(THRESHOLD))
+    return int(reached[0]) + 1 if reached.size else None
