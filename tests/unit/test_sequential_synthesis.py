@@ -140,3 +140,28 @@ def test_with_two_tasks_each_wave_pairs_runs_within_their_task(tmp_path) -> None
         "rule": gap.sequence.decided_at,
     }
     assert result.missing == []
+
+
+def test_a_decide_metric_without_values_holds_its_cell_to_the_maximum(tmp_path) -> None:
+    """`decide` names a metric no run has a value of (a form nobody filled): it cannot be
+    decided, so the cell runs every wave, as docs/scenario.md says."""
+    folder = write_sequential(tmp_path / "seq")
+    path = folder / "scenario.toml"
+    path.write_text(path.read_text().replace('decide = ["ran_tests"]', 'decide = ["turns"]'))
+    for rep in range(1, 11):
+        write_run(folder, "nothing", rep, {"ran_tests": rep == 3}, pending=["turns"])
+        write_run(folder, "rule", rep, {"ran_tests": True}, pending=["turns"])
+    result = synthesize(folder)
+    assert result.waves.given == {"nothing": 6, "rule": 6}
+
+
+def test_a_single_cell_runs_every_wave(tmp_path) -> None:
+    folder = tmp_path / "one"
+    write_scenario(folder, repetitions=30, cells=("nothing",))
+    path = folder / "scenario.toml"
+    path.write_text(path.read_text().replace("repetitions = 30\n", SEQUENTIAL, 1))
+    for rep in range(1, 6):
+        write_run(folder, "nothing", rep, {"ran_tests": rep == 3, "turns": 5})
+    result = synthesize(folder)
+    assert result.waves.given == {"nothing": 6}
+    assert len(result.missing) == 25  # the waves due, not yet run

@@ -134,16 +134,21 @@ def replay_waves(
     # Whether each gap's sequence has excluded 0 by each wave: the fast path of the rule, the
     # same function the simulations use (a wave's decision needs no interval).
     crossed = {key: crossings(d[None, :], ends, horizon)[0] for key, (d, ends) in streams.items()}
+
+    def undecided(cell: str, metric: str, number: int) -> bool:
+        """A gap without a sequence (a metric with no rate or median yet: a form nobody filled)
+        is undecided too: it holds its cell, as docs/scenario.md says."""
+        return (cell, metric) not in crossed or not crossed[cell, metric][number - 1]
+
     for number in range(1, through + 1):
         still_open = [
             cell
             for cell in others
             if plan.given[cell] >= number
-            and any(
-                metric in scenario.decide and not crossed[cell, metric][number - 1]
-                for metric in judged
-            )
+            and any(undecided(cell, metric, number) for metric in scenario.decide)
         ]
+        if not others:  # one cell, no gap: nothing can be decided early, every wave runs
+            still_open = [reference]
         plan.looked = number
         if any((number - 1) * wave < rep <= number * wave for rep in unstarted):
             plan.halted.add(number)
