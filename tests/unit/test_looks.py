@@ -30,3 +30,25 @@ def test_raising_repetitions_after_a_synthesis_is_a_second_look_and_it_warns(tmp
     text = (folder / "synthesis.md").read_text()
     assert "look 2 at this results folder" in text and "written at 10 runs per cell" in text
     assert 'stopping = "sequential"' in text
+
+
+def test_a_sequential_scenario_warns_of_a_changed_design_not_of_its_waves(tmp_path) -> None:
+    from tests.unit.test_sequential_synthesis import write_sequential
+
+    folder = write_sequential(tmp_path / "seq")
+    for rep in range(1, 6):
+        write_run(folder, "nothing", rep, {"ran_tests": rep % 2 == 0, "turns": 5})
+        write_run(folder, "rule", rep, {"ran_tests": rep % 2 == 1, "turns": 5})
+    synthesize(folder)
+    for rep in range(6, 11):  # a second wave: the rule is made for such looks
+        write_run(folder, "nothing", rep, {"ran_tests": rep % 2 == 0, "turns": 5})
+        write_run(folder, "rule", rep, {"ran_tests": rep % 2 == 1, "turns": 5})
+    synthesize(folder)
+    assert "design changed" not in (folder / "synthesis.md").read_text()
+    assert "look 2" not in (folder / "synthesis.md").read_text()
+    path = folder / "scenario.toml"
+    path.write_text(path.read_text().replace("repetitions = 30", "repetitions = 50", 1))
+    synthesize(folder)
+    text = (folder / "synthesis.md").read_text()
+    assert "the sequential design changed" in text
+    assert "waves of 5 up to 30, then waves of 5 up to 50" in text

@@ -6,7 +6,9 @@ The fixed rule is valid for one look at the number of runs planned. Reading the 
 "established" of a look every 10 runs up to 50 calls about 12% of null gaps established, not 5%
 (docs/synthesis.md). The results folder keeps `looks.json`: the runs per cell each synthesis
 was written from, in order, one entry per distinct count (rebuilding the same synthesis is not
-another look). A sequential scenario needs none of this: its sequences are valid at every wave.
+another look). A sequential scenario needs none of this, its sequences being valid at every
+wave, as long as its design (wave and maximum, which its bets are sized for) stays as it was:
+its looks record the design, and a change of it is warned of.
 """
 
 from __future__ import annotations
@@ -35,11 +37,14 @@ def read_looks(results_dir: Path) -> list[dict]:
     return [look for look in looks or [] if isinstance(look, dict)]
 
 
-def record_look(results_dir: Path, runs: dict[str, int]) -> list[dict]:
-    """Add this synthesis as a look unless the last one had the same runs per cell."""
+def record_look(results_dir: Path, runs: dict[str, int], design: dict | None = None) -> list[dict]:
+    """Add this synthesis as a look unless the last one had the same runs per cell (and, for
+    a sequential scenario, the same design: its wave and maximum)."""
     looks = read_looks(results_dir)
-    if not looks or looks[-1].get("runs_per_cell") != runs:
-        looks.append({"look": len(looks) + 1, "runs_per_cell": runs})
+    entry = {"runs_per_cell": runs, **({"design": design} if design else {})}
+    last = {key: looks[-1].get(key) for key in entry} if looks else None
+    if last != entry:
+        looks.append({"look": len(looks) + 1, **entry})
         path = Path(results_dir) / LOOKS_FILE
         partial = path.with_name(path.name + ".partial")
         text = json.dumps({"looks": looks}, indent=1, ensure_ascii=False)
@@ -48,8 +53,40 @@ def record_look(results_dir: Path, runs: dict[str, int]) -> list[dict]:
     return looks
 
 
+def design_of(scenario) -> dict | None:
+    """A sequential scenario's design, what its bets were sized for; None for a fixed one."""
+    if not scenario.sequential:
+        return None
+    return {"wave": scenario.wave, "repetitions": scenario.repetitions}
+
+
+def design_warning(looks: list[dict]) -> list[str]:
+    """A sequential design changed after earlier syntheses: its bets are sized for the maximum,
+    so a maximum chosen after seeing runs is a choice made with the data."""
+    designs = []
+    for look in looks:
+        design = look.get("design")
+        if isinstance(design, dict) and design not in designs:
+            designs.append(design)
+    if len(designs) < 2:
+        return []
+    named = ", then ".join(
+        f"waves of {d.get('wave')} up to {d.get('repetitions')}" for d in designs
+    )
+    return [
+        f"the sequential design changed between syntheses of this results folder ({named}; "
+        "`looks.json`): every decision is replayed under the design the scenario has now, but "
+        "its sequences are sized for a maximum fixed before the runs were seen, and a maximum "
+        "or a wave changed after a look can overstate their confidence. Keep wave and "
+        "repetitions as they were, or run the new design in a results folder of its own"
+    ]
+
+
 def looks_warning(looks: list[dict]) -> list[str]:
-    """The warning of a fixed-n verdict read after earlier looks."""
+    """The warning of a fixed-n verdict read after earlier looks (a sequential scenario's
+    looks are what its rule is for: only a changed design is warned of)."""
+    if any("design" in look for look in looks):
+        return design_warning(looks)
     if len(looks) < 2:
         return []
     earlier = ", ".join(

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from agentab.layout import SYNTHESIS_FILES, ResultsFolder
 from agentab.synthesis.figure import render_figure
-from agentab.synthesis.looks import record_look, runs_per_cell
+from agentab.synthesis.looks import design_of, record_look, runs_per_cell
 from agentab.synthesis.prose import render_markdown
 from agentab.synthesis.results import load_frozen_scenario, missing_runs, read_all_runs
 from agentab.synthesis.tables import write_gaps_table, write_run_tables
@@ -63,8 +63,9 @@ def synthesize(results_dir: Path) -> SynthesisResult:
         missing=missing_runs(results_dir, scenario, present, given),
         bad_files=bad_files,
         waves=plan,
-        # A fixed-n verdict is valid for one look: each synthesis that could be read is one.
-        looks=[] if plan else record_look(results_dir, runs_per_cell(runs, scenario)),
+        # A fixed-n verdict is valid for one look: each synthesis that could be read is one
+        # (a sequential scenario's looks keep its design: its bets are sized for it).
+        looks=record_look(results_dir, runs_per_cell(runs, scenario), design_of(scenario)),
     )
 
     # What needs no verdict is written while the groups are resampled.
