@@ -14,6 +14,7 @@ include: "rules/freeze.smk"
 include: "rules/run.smk"
 include: "rules/validate.smk"
 include: "rules/measure.smk"
+include: "rules/waves.smk"
 include: "rules/aggregate.smk"
 include: "rules/report.smk"
 

@@ -4,6 +4,7 @@
 
 localrules:
     all,
+    decide_wave,
     freeze_scenario,
     synthesize,
     form_blank,
@@ -12,7 +13,7 @@ localrules:
 rule synthesize:
     input:
         frozen=results_file("frozen_scenario"),
-        measures=lambda w: WORKFLOW.all_measures(w.scenario),
+        measures=given_measures,
         code=WORKFLOW.synthesis_code(),
     output:
         [str(path) for path in LAYOUT.results("{scenario}").outputs()],
@@ -28,7 +29,7 @@ rule synthesize:
 
 rule form_blank:
     input:
-        measures=lambda w: WORKFLOW.all_measures(w.scenario),
+        measures=given_measures,
     output:
         str(LAYOUT.results("{scenario}").blank_form("{validator}")),
     log:

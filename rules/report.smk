@@ -16,7 +16,7 @@ localrules:
 rule report:
     input:
         synthesis=[str(path) for path in LAYOUT.results("{scenario}").outputs()],
-        measures=lambda w: WORKFLOW.all_measures(w.scenario),
+        measures=given_measures,
         code=report_code(),
     output:
         str(LAYOUT.results("{scenario}").report / "index.html"),

@@ -76,3 +76,34 @@ def test_the_simulations_van_elteren_test_is_wilcoxons_with_one_task() -> None:
     cell, reference = [3.0, 5, 5, 8, 9, 12], [1.0, 2, 5, 6, 6, 7, 7]
     expected = mannwhitneyu(cell, reference, method="asymptotic", use_continuity=False).pvalue
     assert sim.van_elteren_p([cell], [reference]) == pytest.approx(expected)
+
+
+def load_benchmark(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_docs_publish_the_sequential_simulation() -> None:
+    """docs/synthesis.md's sequential tables have the rows and columns
+    `python benchmarks/sim_sequential.py` prints, every entry filled."""
+    sim = load_benchmark("sim_sequential")
+    text = (ROOT / "docs" / "synthesis.md").read_text(encoding="utf-8")
+    heading = "#### False positives, a look after every wave"
+    header = text.split(heading, 1)[1].split("\n\n|", 1)[1].splitlines()[0]
+    columns = [cell.strip() for cell in header.strip("|").split("|")][1:]
+    assert columns == [
+        f"{t} task{'s' * (t > 1)}, wave {w}, max {m}" for w, m in sim.PLANS for t in sim.TASKS
+    ]
+    rows = rows_of(text, heading)
+    assert [row[0] for row in rows] == list(sim.NULLS)
+    for row in rows:
+        assert all(re.fullmatch(r"\d+\.\d% ± \d+\.\d", entry) for entry in row[1:]), row
+        # The published shares keep the 5%: none above it by more than its own error.
+        assert all(float(e.split("%")[0]) - float(e.split("± ")[1]) <= 5 for e in row[1:]), row
+    power = rows_of(text, "#### Power and runs against the fixed rule")
+    assert [(row[0], row[1]) for row in power] == [
+        (name, f"{w}, {m}") for name in sim.POWER for w, m in sim.PLANS
+    ]

@@ -192,6 +192,10 @@ class ResultsFolder:
         files): each one its runs and validators used, once, by its hash."""
         return self.path / "inputs"
 
+    def wave_decision(self, wave) -> Path:
+        """A sequential scenario's decision after a wave: which cells get the next one."""
+        return self.path / "waves" / f"wave-{wave}.json"
+
     @property
     def budget_ledger(self) -> Path:
         """What the runs spent and what those in flight may spend (`[protocol] budget_usd`)."""

@@ -232,3 +232,16 @@ def test_each_failed_job_says_its_reason_from_its_own_log(tmp_path: Path) -> Non
         "agentab: 2 jobs faulted or were stopped: run the same command again to redo only what "
         "is missing.",
     ]
+
+
+def test_a_sequential_scenario_shows_its_wave_beside_the_budget(tmp_path: Path) -> None:
+    waves = tmp_path / "waves"
+    waves.mkdir()
+    counter = RunCounter([], waves=((waves, 6),))
+    assert counter.snapshot().wave == (1, 6)
+    (waves / "wave-1.json").write_text("{}")
+    (waves / "wave-2.json").write_text("{}")
+    now = counter.snapshot()
+    now.budget = (1.5, 10.0)
+    line = progress_line(now, snapshot(), 5)
+    assert " · wave 3/6 · spent 1.50 of 10.00 USD budget" in line

@@ -106,3 +106,24 @@ def test_snakemake_is_told_each_rule_functions_parameters_once_and_jobs_are_unch
     assert int(told) >= 4 and kept == "True"
     assert "echo 1 from in.txt > out/1.txt" in done.stdout
     assert "echo 2 from in.txt > out/2.txt" in done.stdout
+
+
+def test_a_sequential_scenarios_wave_asks_for_its_own_runs_of_the_cells_given(tmp_path):
+    import shutil
+
+    folder = tmp_path / "demo"
+    shutil.copytree(DEMO.parent, folder, symlinks=True)
+    path = folder / "scenario.toml"
+    path.write_text(
+        path.read_text().replace(
+            "repetitions = 10\n", 'repetitions = 30\nstopping = "sequential"\nwave = 5\n', 1
+        )
+    )
+    flow = workflow(path)
+    assert flow.is_sequential("demo") and flow.wave_count("demo") == 6
+    second = flow.wave_measures("demo", 2, ["rule · off"])
+    assert second == [
+        f"results/demo/runs/rule-off/r{rep:02d}/measures.json" for rep in range(6, 11)
+    ]
+    assert flow.wave_decision("demo", 2) == "results/demo/waves/wave-2.json"
+    assert not workflow(DEMO).is_sequential("demo")

@@ -17,6 +17,7 @@ from agentab.errors import ScenarioError
 from agentab.run.policy_check import policy_edit_problems
 from agentab.scenario import Cell, Scenario, load_scenario
 from agentab.scenario.rules import check_scale
+from agentab.synthesis.sequential import fewest_pairs
 from agentab.synthesis.stats import MIN_RUNS_PER_GROUP, MIN_RUNS_PER_TASK
 
 
@@ -126,6 +127,8 @@ def repetitions_warnings(scenario: Scenario) -> list[str]:
     tasks = max(1, len(scenario.tasks))
     if len(scenario.cells) < 2:
         return []
+    if scenario.sequential:
+        return sequential_warnings(scenario, tasks)
     if tasks > 1 and scenario.repetitions < MIN_RUNS_PER_TASK:
         return [
             f"{scenario.path}: [protocol] repetitions = {scenario.repetitions} is below the "
@@ -171,6 +174,39 @@ def _shorten(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def sequential_warnings(scenario: Scenario, tasks: int) -> list[str]:
+    """A sequential maximum too small for any sequence to exclude 0, whatever the runs show."""
+    horizon = scenario.repetitions * tasks
+    if fewest_pairs(horizon) is not None:
+        return []
+    return [
+        f"{scenario.path}: [protocol] repetitions = {scenario.repetitions} gives each gap at "
+        f"most {horizon} pairs of runs, too few for a confidence sequence to exclude 0 even if "
+        "every pair differed: every gap will be inconclusive; raise repetitions (10 or more)"
+    ]
+
+
+def stopping_lines(scenario: Scenario) -> list[str]:
+    tasks = f" × {len(scenario.tasks)} tasks" if scenario.tasks else ""
+    runs = (
+        f"runs        {len(scenario.cells)} cells{tasks} × {scenario.repetitions} repetitions "
+        f"= {scenario.run_count}"
+    )
+    if not scenario.sequential:
+        return [
+            runs,
+            f"verdicts    a gap is established only from at least {MIN_RUNS_PER_GROUP} valid "
+            "runs in each of its two cells (docs/synthesis.md)",
+        ]
+    decide = ", ".join(scenario.decide)
+    return [
+        f"{runs} at most: sequential stopping, waves of {scenario.wave} ({scenario.waves} "
+        f"at most); a cell stops once its gaps in {decide} are decided",
+        "verdicts    each gap judged after every wave by an anytime-valid 95% confidence "
+        "sequence (docs/synthesis.md#stopping-early-the-sequential-rule)",
+    ]
+
+
 def render_matrix(scenario: Scenario, warnings: list[str]) -> str:
     agent = scenario.agent
     lines = [
@@ -193,15 +229,11 @@ def render_matrix(scenario: Scenario, warnings: list[str]) -> str:
         marker = "*" if cell.name == scenario.reference else " "
         lines.append(f" {marker}{number:>2}. {label:<{width}}  {describe_delta(cell)}")
     lines += task_lines(scenario)
-    tasks = f" × {len(scenario.tasks)} tasks" if scenario.tasks else ""
     lines += [
         "",
-        f"runs        {len(scenario.cells)} cells{tasks} × {scenario.repetitions} repetitions "
-        f"= {scenario.run_count}",
+        *stopping_lines(scenario),
         f"jobs        {workflow_jobs(scenario)} (an agent run, {len(scored(scenario))} validators "
         "and a measure per run)",
-        f"verdicts    a gap is established only from at least {MIN_RUNS_PER_GROUP} valid runs "
-        "in each of its two cells (docs/synthesis.md)",
     ]
     if scenario.budget_usd is not None:
         lines.append(

@@ -12,6 +12,7 @@ from agentab.synthesis import stats
 from agentab.synthesis.label_plan import DEFAULT_DISAGREEMENT, label_plans, render_label_plans
 from agentab.synthesis.power import DEFAULT_SIMULATIONS, PowerRow, repetitions_needed
 from agentab.synthesis.results import load_frozen_scenario, read_runs
+from agentab.synthesis.sequential_plan import SIMULATIONS, SequentialRow, sequential_plan
 from agentab.synthesis.verdicts import ScoredValues, decide_metric_types
 
 # A pilot rate of 50% from 20 runs has a 95% Wilson interval of about 30-70%: ±20 pp.
@@ -80,6 +81,10 @@ def run(args) -> int:
         )
         return 0
     sizes = gap_sizes(args.results_dir, args.gap, args.metrics)
+    scenario = load_frozen_scenario(args.results_dir)
+    if scenario.sequential:
+        print(render_sequential(scenario, sequential_rows(args.results_dir, sizes, args.metrics)))
+        return 0
     settings = dict(
         power=args.power, max_repetitions=args.max_repetitions, simulations=args.simulations
     )
@@ -95,6 +100,54 @@ def run(args) -> int:
     tasks = task_names(args.results_dir)
     print(render(rows, args.power, args.max_repetitions, args.simulations, cost, tasks))
     return 0
+
+
+def sequential_rows(results_dir: Path, sizes, metrics) -> list[SequentialRow]:
+    if sizes is None:
+        return sequential_plan(results_dir, metrics=metrics)
+    return [
+        row
+        for metric, size in sizes.items()
+        for row in sequential_plan(results_dir, gap=size, metrics=[metric])
+    ]
+
+
+def render_sequential(scenario, rows: list[SequentialRow]) -> str:
+    """The expected runs to a decision of each gap, at the scenario's waves and maximum."""
+    per = " and task" if len(scenario.tasks) > 1 else ""
+    head = (
+        f"runs per cell{per} to a decision under sequential stopping: waves of {scenario.wave}, "
+        f"at most {scenario.repetitions} ({scenario.waves} waves), judged after every wave by "
+        f"the synthesis's confidence sequence ({SIMULATIONS} simulated experiments per gap)"
+    )
+    lines = [head, ""]
+    if not rows:
+        return "\n".join(lines + ["no scored metric with pilot values to plan from"])
+    header = ("metric", "cell", "gap", "decided by the maximum", "runs (mean)", "runs (median)")
+    table = [header]
+    for row in rows:
+        table.append(
+            (
+                row.metric,
+                row.cell or f"(any) vs {row.reference}",
+                "-" if math.isnan(row.gap) else _gap_text(row),
+                row.note or f"{row.decided:.0%}",
+                "" if row.mean_runs is None else f"{row.mean_runs:.1f} of {scenario.repetitions}",
+                "" if row.median_runs is None else f"{row.median_runs:g}",
+            )
+        )
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    for line in table:
+        cells = (text.ljust(width) for text, width in zip(line, widths, strict=True))
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(
+        lines
+        + [
+            "",
+            "A gap not decided by the maximum is inconclusive; its cell makes every run up to "
+            "it. Runs (mean) counts each cell's runs to its decision or to the maximum.",
+        ]
+    )
 
 
 def task_names(results_dir: Path) -> list[str]:

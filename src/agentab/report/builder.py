@@ -51,7 +51,7 @@ def build_report(results_dir: Path) -> ReportResult:
     scenario = load_frozen_scenario(results_dir)
     records, bad_files = read_runs(results_dir, scenario)
     context = synthesis_context(results_dir, scenario, records, bad_files)
-    entries = list_runs(results_dir, scenario, records, bad_files)
+    entries = list_runs(results_dir, scenario, records, bad_files, context["runs_given"])
     target = report_dir(results_dir)
     # Built beside the old report and swapped in: a reader never sees half of one.
     partial = results_dir / f".{REPORT_DIR}.partial"

@@ -63,7 +63,12 @@ def start_run_progress(plan, snakemake_workflow=None) -> None:
         for name, scenario in plan.scenarios.items()
         if scenario.budget_usd is not None
     ]
-    _RUNNING.append(start_progress(run_folders(plan), redone=redone, budgets=budgets))
+    waves = [
+        (plan.layout.results(name).wave_decision(1).parent, scenario.waves)
+        for name, scenario in plan.scenarios.items()
+        if scenario.sequential
+    ]
+    _RUNNING.append(start_progress(run_folders(plan), redone=redone, budgets=budgets, waves=waves))
 
 
 def failure_advice(log, plan) -> str:

@@ -23,6 +23,7 @@ from agentab.report.sources import (
     RunRecord,
     not_started_reason,
     read_runs,
+    runs_given,
 )
 from agentab.synthesis.integrity import read_secret, with_run_changes
 from agentab.synthesis.measures import run_id
@@ -63,20 +64,25 @@ def list_runs(
     scenario,
     records: list[RunRecord] | None = None,
     bad_files: list[BadFile] | None = None,
+    given: dict[str, int] | None = None,
 ) -> list[RunEntry]:
     """Every run of the scenario (cells in matrix order, then repetitions), and any measured
     run the scenario no longer plans, last. `records` and `bad_files`: what `read_runs` gave,
-    when the caller has read them already."""
+    when the caller has read them already. `given`: with sequential stopping, each cell's runs
+    of the waves it got (a run of a wave it never got is not planned)."""
     results_dir = Path(results_dir)
     if records is None or bad_files is None:
         records, bad_files = read_runs(results_dir, scenario)
+    if given is None:
+        given = runs_given(results_dir, scenario)
     secret = read_secret(results_dir)
     records = [with_changes(record, results_dir, secret) for record in records]
     by_run = {record.run: record for record in records}
     unreadable = {bad.path.rpartition("/")[0].removeprefix("runs/"): bad for bad in bad_files}
     entries = []
     for cell in scenario.run_cells:  # a cell per cell and task, with tasks
-        for rep in range(1, scenario.repetitions + 1):
+        planned = scenario.repetitions if given is None else given.get(cell.name, 0)
+        for rep in range(1, planned + 1):
             run = run_id(cell.slug, rep)
             faults = read_faults(results_dir / "runs" / run)
             record = by_run.pop(run, None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentab.synthesis.looks import read_looks
 from agentab.synthesis.prose import report_context
 from agentab.synthesis.results import (
     MEASURES_FILE,
@@ -32,6 +33,8 @@ from agentab.synthesis.verdicts import (
     compute_gaps,
     decide_metric_types,
 )
+from agentab.synthesis.wave_verdicts import sequential_gaps
+from agentab.synthesis.waves import not_started, replay_results, replay_waves
 
 __all__ = [
     "MEASURES_FILE",
@@ -46,9 +49,19 @@ __all__ = [
     "missing_runs",
     "not_started_reason",
     "read_runs",
+    "runs_given",
     "synthesis_context",
     "synthesis_outputs",
 ]
+
+
+def runs_given(results_dir: Path, scenario) -> dict[str, int] | None:
+    """With sequential stopping, each cell's runs (per task) of the waves it was given, as the
+    synthesis replays them; None for a fixed scenario (every cell runs `repetitions`)."""
+    if not scenario.sequential:
+        return None
+    plan = replay_results(Path(results_dir), scenario)
+    return {cell.name: plan.runs_given(cell.name) for cell in scenario.cells}
 
 
 def synthesis_outputs(results_dir: Path) -> list[Path]:
@@ -71,6 +84,12 @@ def synthesis_context(
     scored = ScoredValues.of(runs, scenario.metrics)
     types = decide_metric_types(scored, scenario)
     cell_values = compute_cell_values(scored, scenario, types)
+    plan = None
+    if scenario.sequential:  # the waves replayed as the synthesis replays them
+        kinds = {name: kind.kind for name, kind in types.items()}
+        plan = replay_waves(scenario, runs, kinds, None, not_started(results_dir, scenario))
+    given = None if plan is None else {c.name: plan.runs_given(c.name) for c in scenario.cells}
+    gaps = compute_gaps(scored, scenario, types, cell_values)
     result = SynthesisResult(
         results_dir=results_dir,
         scenario_name=scenario.name,
@@ -78,8 +97,10 @@ def synthesis_context(
         runs=runs,
         metric_types=types,
         cell_values=cell_values,
-        gaps=compute_gaps(scored, scenario, types, cell_values),
-        missing=missing_runs(results_dir, scenario, present),
+        gaps=gaps if plan is None else sequential_gaps(gaps, plan),
+        missing=missing_runs(results_dir, scenario, present, given),
         bad_files=bad_files,
+        waves=plan,
+        looks=read_looks(results_dir),
     )
-    return report_context(result, scenario)
+    return report_context(result, scenario) | {"runs_given": given}

@@ -36,6 +36,7 @@ from agentab.scenario.tasks import aa_cell, check_deltas_leave_the_task, read_ta
 from agentab.scenario.types import AgentConfig, Etalon, Scenario, ValidatorSpec
 from agentab.scenario.usage_names import check_usage_metrics
 from agentab.scenario.validation import check_validators
+from agentab.scenario.waves import check_stopping
 
 
 def load_scenario(
@@ -111,6 +112,7 @@ def _load(path: Path, check_etalon: bool, check_bricks: bool, check_schema: bool
         raise ScenarioError(sink.problems)
     sc_dir = path.parent
     check_values(data, sink)
+    check_stopping(data, sink)
     check_protected_paths(data, sink)
     check_matrix(data, sink)
     check_validators(data, sc_dir, sink, check_bricks)

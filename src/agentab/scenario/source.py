@@ -248,6 +248,8 @@ def _type_fix(path: list) -> str:
         "thinking": "one of off, minimal, low, medium, high, xhigh, max",
         "mode": 'mode is "script", "judge" or "form"',
         "name": "letters, digits, '.', '_' and '-' only (it names results/<name>/)",
+        "stopping": 'stopping = "fixed" (the default) or stopping = "sequential"',
+        "wave": "wave is an integer ≥ 1, the runs per cell in each wave, e.g. wave = 5",
     }
     return hints.get(last, "see docs/scenario.md for the format of this key")
 

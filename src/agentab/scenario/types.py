@@ -161,6 +161,30 @@ class Scenario:
         return None if budget is None else float(budget)
 
     @property
+    def stopping(self) -> str:
+        """`[protocol] stopping`: "fixed" (the default) or "sequential"."""
+        return (self.raw.get("protocol") or {}).get("stopping", "fixed")
+
+    @property
+    def sequential(self) -> bool:
+        return self.stopping == "sequential"
+
+    @property
+    def wave(self) -> int:
+        """Runs per cell (and task) in each wave; a fixed scenario is one wave of them all."""
+        return int((self.raw.get("protocol") or {}).get("wave") or self.repetitions)
+
+    @property
+    def waves(self) -> int:
+        """The most waves a cell can get: `repetitions` / `wave`."""
+        return max(1, self.repetitions // self.wave)
+
+    @property
+    def decide(self) -> list[str]:
+        """The metrics whose gaps decide when a cell stops (sequential)."""
+        return list((self.raw.get("protocol") or {}).get("decide") or self.metrics)
+
+    @property
     def protect(self) -> tuple[str, ...]:
         """`[validation] protect`: the etalon's paths that belong to the measurement."""
         return tuple((self.raw.get("validation") or {}).get("protect") or ())

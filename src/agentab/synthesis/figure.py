@@ -31,10 +31,16 @@ RATE_LIMIT_PP = 100.0
 EDGE_MARGIN = 0.04  # of the span of a panel's values
 
 
-def render_figure(result: SynthesisResult, svg: Path) -> None:
+def _on_sign_scale(gap: Gap) -> bool:
+    return gap.sequence is not None and gap.kind != RATE
+
+
+def render_figure(result: SynthesisResult, target: Path) -> None:
     """A forest plot of every gap with its interval, one panel per metric, established filled."""
-    pooled = [gap for gap in result.gaps if gap.pooled]  # the A/A copy's included, by its name
-    Path(svg).write_text(figure_svg(pooled), encoding="utf-8")
+    # The A/A copy's included, by its name. A median's confidence sequence (sequential
+    # stopping) is on another scale than its gap: the report draws it over its waves instead.
+    pooled = [gap for gap in result.gaps if gap.pooled and not _on_sign_scale(gap)]
+    Path(target).write_text(figure_svg(pooled), encoding="utf-8")
 
 
 def figure_svg(gaps: list[Gap]) -> str:

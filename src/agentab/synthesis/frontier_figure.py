@@ -29,8 +29,8 @@ EDGE_MARGIN = 0.04  # of the span of a panel's costs
 RATE_TICKS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 
 
-def render_frontier(found: Frontier, svg: Path) -> None:
-    Path(svg).write_text(frontier_svg(found), encoding="utf-8")
+def render_frontier(found: Frontier, target: Path) -> None:
+    Path(target).write_text(frontier_svg(found), encoding="utf-8")
 
 
 def frontier_svg(found: Frontier) -> str:

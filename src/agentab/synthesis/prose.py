@@ -14,11 +14,14 @@ from agentab.synthesis.brick_use import brick_use_rows, brick_use_warnings
 from agentab.synthesis.calibration import aa_warnings, calibration_summary
 from agentab.synthesis.environment import environment_warnings
 from agentab.synthesis.integrity import changed_runs_warnings
+from agentab.synthesis.looks import looks_warning
 from agentab.synthesis.protected import protected_edit_warnings
 from agentab.synthesis.questions import questions_context
 from agentab.synthesis.results import STATUSES, RunRecord
+from agentab.synthesis.sequence_figure import sequence_svg
 from agentab.synthesis.strata import ALL, LINEAR, LOG
 from agentab.synthesis.verdicts import HOLM_LEVEL, PENDING_NOTE, CellValue, Gap, SynthesisResult
+from agentab.synthesis.wave_verdicts import stopping_context
 
 
 def _number(value: float) -> str:
@@ -48,8 +51,18 @@ def describe_gap_figures(gap: Gap) -> str:
 
 
 def _gap_interval(gap: Gap) -> str:
+    if gap.sequence is not None:
+        return _sequence_interval(gap)
     interval = _interval(gap.verdict.ci_low, gap.verdict.ci_high, gap.kind)
     return f"{interval} ({_relative_interval(gap)})" if gap.scale == LOG else interval
+
+
+def _sequence_interval(gap: Gap) -> str:
+    """A sequential gap's interval: its confidence sequence, a median's on the sign scale."""
+    low, high = gap.verdict.ci_low, gap.verdict.ci_high
+    if gap.kind == RATE:
+        return _interval(low, high, RATE)
+    return f"[{_plain(low, 3)}, {_plain(high, 3)}] of P(>) − P(<)"
 
 
 def _difference(gap: Gap) -> str:
@@ -235,7 +248,7 @@ def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
     warnings = aa_warnings(result, describe_gap_figures)
     warnings += unconfined_warning(result) + environment_warnings(result, scenario)
     warnings += protected_edit_warnings(result, scenario) + brick_use_warnings(result, scenario)
-    warnings += changed_runs_warnings(result)
+    warnings += changed_runs_warnings(result) + looks_warning(result.looks)
     warnings += [
         f"`{cell.name}`: {undelivered[cell.name]} run{'s' * (undelivered[cell.name] != 1)} "
         "whose treatment did not reach the model (invalid: `treatment-not-delivered`)"
@@ -307,6 +320,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
     for row in result.cell_values:
         pending[row.metric] += row.pending
     usage = usage_totals(result.runs)
+    most_waves = result.waves.most if result.waves else 0
     return {
         "limits": limits_line(result, scenario),
         "warnings": treatment_warnings(result, scenario),
@@ -314,7 +328,8 @@ def report_context(result: SynthesisResult, scenario) -> dict:
         "scenario": scenario,
         "stats": stats,
         "holm_level": HOLM_LEVEL,
-        "expected_runs": len(scenario.run_cells) * scenario.repetitions,
+        "expected_runs": expected_runs(result, scenario),
+        "stopping": stopping_context(result, scenario),
         # One task, named or not, is one task: no per-task sections.
         "tasks": [task.name for task in scenario.tasks] if len(scenario.tasks) > 1 else [],
         "task_values": {
@@ -323,7 +338,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
             if row.task != ALL
         },
         "task_gaps": [gap_row(gap, every_value) for gap in result.task_gaps],
-        "calibration": [gap_row(gap, every_value) for gap in result.calibration],
+        "calibration": [gap_row(gap, every_value, most_waves) for gap in result.calibration],
         "calibration_summary": calibration_summary(result.calibration),
         "counts": {status: counts.get(status, 0) for status in STATUSES},
         "matrix": [
@@ -346,7 +361,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
             for metric in scenario.metrics
         ],
         "values": {key: describe_value(row) for key, row in values.items()},
-        "gaps": [gap_row(gap, every_value) for gap in result.family],
+        "gaps": [gap_row(gap, every_value, most_waves) for gap in result.family],
         "established": [describe_gap_plainly(gap, values) for gap in result.established],
         "surviving_holm": sum(gap.survives_holm for gap in result.family),
         "isolated": [{"row": row, "text": describe_isolated(row)} for row in isolated],
@@ -372,7 +387,14 @@ def report_context(result: SynthesisResult, scenario) -> dict:
     }
 
 
-def gap_row(gap: Gap, values: dict) -> dict:
+def expected_runs(result: SynthesisResult, scenario) -> int:
+    """Every run planned; with sequential stopping, the runs of the waves each cell got."""
+    if result.waves is None:
+        return len(scenario.run_cells) * scenario.repetitions
+    return sum(result.waves.runs_given(cell.name) for cell in scenario.run_cells)
+
+
+def gap_row(gap: Gap, values: dict, most_waves: int = 0) -> dict:
     """A gap as the tables of synthesis.md and of the report write it; `values` holds every
     row of cells.csv by (cell, metric, task)."""
     return {
@@ -383,6 +405,8 @@ def gap_row(gap: Gap, values: dict) -> dict:
         "interval": _gap_interval(gap),
         "p": _p_value(gap.verdict.p),
         "p_holm": _p_value(gap.p_holm),
+        # Sequential stopping: the gap's sequence over the waves, drawn for the report.
+        "sequence_svg": sequence_svg(gap.sequence, most_waves) if gap.sequence else "",
     }
 
 

@@ -274,17 +274,22 @@ def read_all_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[Ba
     return runs, bad, present
 
 
-def missing_runs(results_dir: Path, scenario, present: set[str] | None = None) -> list[MissingRun]:
+def missing_runs(
+    results_dir: Path, scenario, present: set[str] | None = None, given: dict | None = None
+) -> list[MissingRun]:
     """Expected runs (every cell x task x repetitions 1..N) with no measures.json at all, or one
     that says the budget did not start the run (its reason then says so).
 
     `present` is the set of run folders (`runs/<slug>/r<NN>`) known to hold a run's, when the
-    caller has just listed them; otherwise the file system is asked run by run.
+    caller has just listed them; otherwise the file system is asked run by run. `given`, for
+    a sequential scenario, holds each cell's runs per task of the waves it was given (the
+    runs of waves it never got are not missing).
     """
     folder = ResultsFolder(Path(results_dir))
     missing = []
     for cell in scenario.run_cells:
-        for rep in range(1, scenario.repetitions + 1):
+        expected = scenario.repetitions if given is None else given.get(cell.name, 0)
+        for rep in range(1, expected + 1):
             relative = _relative_run_folder(cell.slug, rep)
             if present is not None and relative in present:
                 continue  # (before any Path is built: 10 000 runs spent 0.25 s building them)

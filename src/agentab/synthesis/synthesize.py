@@ -22,6 +22,7 @@ from agentab.layout import SYNTHESIS_FILES, ResultsFolder
 from agentab.synthesis.figure import render_figure
 from agentab.synthesis.frontier import frontier
 from agentab.synthesis.frontier_figure import render_frontier
+from agentab.synthesis.looks import design_of, record_look, runs_per_cell
 from agentab.synthesis.prose import render_markdown
 from agentab.synthesis.results import load_frozen_scenario, missing_runs, read_all_runs
 from agentab.synthesis.tables import write_gaps_table, write_run_tables
@@ -32,6 +33,8 @@ from agentab.synthesis.verdicts import (
     compute_gaps,
     decide_metric_types,
 )
+from agentab.synthesis.wave_verdicts import sequential_gaps
+from agentab.synthesis.waves import not_started, replay_waves
 
 # The outputs in the order they are written: the tables and the figure, the report last.
 WRITE_ORDER = SYNTHESIS_FILES[1:] + SYNTHESIS_FILES[:1]
@@ -45,6 +48,13 @@ def synthesize(results_dir: Path) -> SynthesisResult:
     scored = ScoredValues.of(runs, scenario.metrics)
     types = decide_metric_types(scored, scenario)
     cell_values = compute_cell_values(scored, scenario, types)
+    plan = None
+    if scenario.sequential:  # the waves replayed from the runs: who got which wave
+        kinds = {name: kind.kind for name, kind in types.items()}
+        plan = replay_waves(scenario, runs, kinds, None, not_started(results_dir, scenario))
+    given = (
+        None if plan is None else {cell.name: plan.runs_given(cell.name) for cell in scenario.cells}
+    )
     result = SynthesisResult(
         results_dir=results_dir,
         scenario_name=scenario.name,
@@ -53,14 +63,20 @@ def synthesize(results_dir: Path) -> SynthesisResult:
         metric_types=types,
         cell_values=cell_values,
         gaps=[],
-        missing=missing_runs(results_dir, scenario, present),
+        missing=missing_runs(results_dir, scenario, present, given),
         bad_files=bad_files,
+        waves=plan,
+        # A fixed-n verdict is valid for one look: each synthesis that could be read is one
+        # (a sequential scenario's looks keep its design: its bets are sized for it).
+        looks=record_look(results_dir, runs_per_cell(runs, scenario), design_of(scenario)),
     )
 
     # What needs no verdict is written while the groups are resampled.
     result.gaps = compute_gaps(
         scored, scenario, types, cell_values, meanwhile=lambda: write_run_tables(result, scenario)
     )
+    if plan is not None:
+        result.gaps = sequential_gaps(result.gaps, plan)
     write_verdict_outputs(result, scenario)
     return result
 

@@ -67,6 +67,9 @@ class Gap:
     calibration: bool = False  # the A/A copy of the reference against the reference
     fewest_in_a_task: int | None = None  # a pooled gap over several tasks: its smallest group
     scale: str = LINEAR  # LOG: a median pooled over tasks as a ratio (`strata`)
+    # Sequential stopping: the gap's confidence sequence over its waves (`sequential`); its
+    # verdict is read from it, and its interval is the sequence's.
+    sequence: object | None = None
 
     @property
     def pooled(self) -> bool:
@@ -89,6 +92,8 @@ class Gap:
     @property
     def shortage(self) -> str:
         """Why this gap can never be established for want of runs; "" when it can."""
+        if self.sequence is not None:  # a confidence sequence is valid at any number of runs
+            return ""
         if min(self.n_cell, self.n_ref) < stats.MIN_RUNS_PER_GROUP:
             return SHORT_OF_RUNS
         few = self.fewest_in_a_task
@@ -119,6 +124,8 @@ class SynthesisResult:
     gaps: list[Gap]
     missing: list[MissingRun] = field(default_factory=list)
     bad_files: list[BadFile] = field(default_factory=list)
+    waves: object | None = None  # sequential stopping: the replayed waves (`waves.WavePlan`)
+    looks: list = field(default_factory=list)  # fixed stopping: the looks recorded (`looks`)
 
     @property
     def family(self) -> list[Gap]:

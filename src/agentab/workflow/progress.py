@@ -60,6 +60,7 @@ class Snapshot:
     offline_runs: int
     not_started: int = 0
     budget: tuple[float, float] | None = None  # (spent, budget) over the scenarios with one
+    wave: tuple[int, int] | None = None  # (the wave running, the most) of sequential scenarios
 
 
 @dataclass
@@ -74,6 +75,7 @@ class RunCounter:
     redone: frozenset[Path] = frozenset()
     since: int = 0
     budgets: tuple[tuple[Path, float], ...] = ()  # (ledger, budget_usd) per scenario with one
+    waves: tuple[tuple[Path, int], ...] = ()  # (waves folder, most waves) per sequential scenario
     _usage: dict[Path, tuple[int, RunUsage]] = field(default_factory=dict)
 
     def snapshot(self) -> Snapshot:
@@ -98,8 +100,24 @@ class RunCounter:
             spent = sum(read_ledger(ledger).spent_usd for ledger, _ in self.budgets)
             budget = (spent, sum(limit for _, limit in self.budgets))
         return Snapshot(
-            len(self.folders), measured, faults, tokens, cost, priced, offline, not_started, budget
+            len(self.folders),
+            measured,
+            faults,
+            tokens,
+            cost,
+            priced,
+            offline,
+            not_started,
+            budget,
+            self._wave(),
         )
+
+    def _wave(self) -> tuple[int, int] | None:
+        """The wave running: one past the decisions written (the furthest scenario's)."""
+        if not self.waves:
+            return None
+        running = [(min(most, count_decisions(folder) + 1), most) for folder, most in self.waves]
+        return max(running)
 
     def _measured(self, path: Path) -> RunUsage | None:
         try:
@@ -133,6 +151,14 @@ def read_usage(path: Path) -> RunUsage:
     return RunUsage(used, float(cost) if priced else None, offline)
 
 
+def count_decisions(folder: Path) -> int:
+    """The wave decisions written in a sequential scenario's waves folder."""
+    try:
+        return sum(1 for name in os.listdir(folder) if name.endswith(".json"))
+    except OSError:
+        return 0
+
+
 def count_lines(path: Path) -> int:
     try:
         with open(path, "rb") as handle:
@@ -155,6 +181,8 @@ def progress_line(now: Snapshot, start: Snapshot, elapsed_s: float) -> str:
     if left is not None:
         parts.append(f"~{duration(left, coarse=True)} left")
     parts.append(f"{count(now.tokens)} tokens")
+    if now.wave is not None:
+        parts.append(f"wave {now.wave[0]}/{now.wave[1]}")
     if now.not_started:
         parts.append(f"{now.not_started} not started (budget reached)")
     if now.budget is not None:
@@ -213,12 +241,14 @@ class Progress:
         clock=time.monotonic,
         redone: Iterable[Path] = (),
         budgets: Iterable[tuple[Path, float]] = (),
+        waves: Iterable[tuple[Path, int]] = (),
     ):
         self.counter = RunCounter(
             [Path(folder) for folder in folders],
             frozenset(Path(path).absolute() for path in redone),
             time.time_ns(),
             tuple((Path(ledger), float(limit)) for ledger, limit in budgets),
+            tuple((Path(folder), int(most)) for folder, most in waves),
         )
         self.out = out
         self.interval_s = interval_s
@@ -267,8 +297,11 @@ def start_progress(
     interval_s: float = INTERVAL_S,
     redone: Iterable[Path] = (),
     budgets: Iterable[tuple[Path, float]] = (),
+    waves: Iterable[tuple[Path, int]] = (),
 ) -> Progress:
-    return Progress(folders, interval_s=interval_s, redone=redone, budgets=budgets).begin()
+    return Progress(
+        folders, interval_s=interval_s, redone=redone, budgets=budgets, waves=waves
+    ).begin()
 
 
 def outputs_due(snakemake_workflow, rule: str) -> list[Path]:

@@ -32,6 +32,7 @@ from agentab.synthesis.integrity import CHANGED_PREFIX, read_secret
 from agentab.synthesis.results import structure_problem
 from agentab.workflow.holding import workflow_holding
 from agentab.workflow.storage import refuse_unwritable_folders, stop_on_storage_error
+from agentab.workflow.waves import expected_reps, repair_decisions
 
 
 def _parse(text: bytes) -> object:
@@ -290,12 +291,14 @@ def repair_scenario(
 
 def repair_workflow(workflow, dry: bool = False) -> list[str]:
     """Make every scenario's results consistent; the lines to tell the person."""
-    lines = []
+    lines = repair_decisions(workflow, dry)
     for name, scenario in workflow.scenarios.items():
+        # With waves, the runs of the waves each cell was given: the others are not missing.
+        expected = expected_reps(workflow, name)
         runs = [
             (cell.name, cell.slug, rep)
             for cell in scenario.run_cells
-            for rep in range(1, scenario.repetitions + 1)
+            for rep in range(1, expected[cell.name] + 1)
         ]
         repair = repair_scenario(
             workflow.layout.results(name),

@@ -42,6 +42,11 @@ SYNTHESIS_CODE = (
     "synthesis/stats.py",
     "synthesis/resampling.py",
     "synthesis/strata.py",
+    "synthesis/sequential.py",
+    "synthesis/waves.py",
+    "synthesis/wave_verdicts.py",
+    "synthesis/looks.py",
+    "synthesis/sequence_figure.py",
     "synthesis/calibration.py",
     "synthesis/environment.py",
     "synthesis/protected.py",
@@ -124,8 +129,43 @@ class Workflow:
             for name in self.scenarios
         }
 
+    # ------------------------------------------------------------------ waves
+
+    def is_sequential(self, scenario: str) -> bool:
+        return self.scenarios[scenario].sequential
+
+    def wave_count(self, scenario: str) -> int:
+        """The most waves a cell can get (1 for a fixed scenario)."""
+        return self.scenarios[scenario].waves
+
+    def cell_names(self, scenario: str) -> list[str]:
+        return [cell.name for cell in self.scenarios[scenario].cells]
+
+    def wave_measures(self, scenario: str, wave: int, cells: list[str]) -> list[str]:
+        """The measures.json of wave `wave`'s runs of the cells named (each of their tasks)."""
+        sc = self.scenarios[scenario]
+        first = (wave - 1) * sc.wave + 1
+        wanted = set(cells)
+        return [
+            str(self.layout.run(scenario, cell.slug, rep_folder(rep)).measures)
+            for cell in sc.run_cells
+            if cell.name in wanted
+            for rep in range(first, first + sc.wave)
+        ]
+
+    def wave_decision(self, scenario: str, wave: int) -> str:
+        return str(self.layout.results(scenario).wave_decision(wave))
+
     def all_validator_outputs(self, scenario: str) -> list[str]:
-        """Every scored validator output of every run: what a filled form is checked against."""
+        """Every scored validator output of every run: what a filled form is checked against.
+
+        With waves, those of the runs made so far only: which runs a wave holds depends on the
+        decisions, and those on the measures, which read the filled forms."""
+        if self.is_sequential(scenario):
+            return [path for path in self._validator_outputs(scenario) if Path(path).exists()]
+        return self._validator_outputs(scenario)
+
+    def _validator_outputs(self, scenario: str) -> list[str]:
         return [
             str(self.layout.run(scenario, cell, rep).validator_output(v))
             for cell, rep in self.runs(scenario)
@@ -318,8 +358,10 @@ def measured_summary(workflow: Workflow) -> str:
         done = sum(statuses.values())
         counts = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none yet"
         synthesis = workflow.layout.results(name).output("synthesis.md")
+        planned = len(workflow.runs(name))
+        of = f" of at most {planned}" if workflow.is_sequential(name) else f"/{planned}"
         lines.append(
-            f"agentab: {name}: {done}/{len(workflow.runs(name))} runs measured ({counts})"
+            f"agentab: {name}: {done}{of} runs measured ({counts})"
             + budget_summary(workflow, name, not_started)
             + (f"; read {synthesis}" if synthesis.exists() else "")
         )
