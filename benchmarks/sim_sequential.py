@@ -21,9 +21,9 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
+from sim_tasks import Share  # the same share with its Monte-Carlo error
 
 from agentab.metrics import MEDIAN, RATE
 from agentab.synthesis import sequential, stats
@@ -87,24 +87,6 @@ POWER: dict[str, tuple[str, Draw]] = {
     ),
     "turns ×1.6": (MEDIAN, lambda rng, s, t, T, e: negative_binomial(rng, 6 * 1.6**e, s)),
 }
-
-
-@dataclass
-class Share:
-    """A share of experiments, with its Monte-Carlo error."""
-
-    hits: int
-    trials: int
-
-    @property
-    def value(self) -> float:
-        return self.hits / self.trials
-
-    @property
-    def error(self) -> float:
-        """The 95% Monte-Carlo half-width (normal approximation, at least that of one hit)."""
-        p = max(self.value, 1 / self.trials)
-        return 1.96 * math.sqrt(p * (1 - p) / self.trials)
 
 
 def pair_stream(kind: str, cell: np.ndarray, reference: np.ndarray, wave: int) -> np.ndarray:
