@@ -79,6 +79,10 @@ def test_the_simulations_van_elteren_test_is_wilcoxons_with_one_task() -> None:
 
 
 def load_benchmark(name: str):
+    """A benchmark as a module, importing its neighbours as `python benchmarks/<name>.py` does."""
+    folder = str(ROOT / "benchmarks")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
