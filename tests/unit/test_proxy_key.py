@@ -150,13 +150,19 @@ def test_anything_but_a_model_request_is_refused_and_logged(tmp_path, upstream, 
     assert "x-api-key" in line["headers"] and PLACEHOLDER_KEY not in json.dumps(line["headers"])
 
 
+def seq_of(line: dict) -> int:
+    return line["seq"]
+
+
 def test_every_forwarded_request_is_logged_and_refusals_apart(tmp_path, upstream):
     log = tmp_path / "model-requests.jsonl"
     with recording(upstream, log, 10, KEY) as url:
         for number in range(3):
             send(url, "POST", "/v1/chat/completions", json.dumps({"n": number}).encode(), {})
             send(url, "GET", "/v1/models", b"", {})
-    lines = [json.loads(text) for text in log.read_text().splitlines()]
+    # A line is written once its reply is sent, so a quick refusal may be written before the
+    # request ahead of it: `seq` is the order the requests came in.
+    lines = sorted((json.loads(text) for text in log.read_text().splitlines()), key=seq_of)
     forwarded = [line for line in lines if line.get("forwarded", True)]
     assert len(Echo.received) == len(forwarded) == 3
     assert [line["body"] for line in forwarded] == [{"n": 0}, {"n": 1}, {"n": 2}]
