@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agentab.synthesis.frontier import Point, frontier, pareto
+from agentab.synthesis.frontier import Frontier, Panel, Point, frontier, pareto
+from agentab.synthesis.frontier_figure import frontier_svg
 from agentab.synthesis.results import load_frozen_scenario
 from agentab.synthesis.synthesize import synthesize
 
@@ -207,3 +208,25 @@ def test_the_figure_is_the_same_bytes_twice_and_in_a_copy_of_the_folder(tmp_path
     (copy / "frontier.svg").unlink()
     synthesize(copy)
     assert (copy / "frontier.svg").read_bytes() == first
+
+
+def test_cells_at_the_same_place_get_labels_on_lines_of_their_own():
+    """The demo's thinking levels sit at nearly the same cost and rate: their names printed at
+    the same height overlapped, unreadable (seen in a browser)."""
+    panel = Panel(
+        "ran_tests",
+        [
+            point("nothing · off", 4457, 0.2),
+            point("nothing · high", 4470, 0.2),
+            point("rule · off", 6200, 1.0),
+        ],
+        ["a sentence"],
+    )
+    root = ET.fromstring(frontier_svg(Frontier("tokens", "why", [panel])).encode())
+    labels = {
+        node.text: float(node.get("y"))
+        for node in root.iter("{http://www.w3.org/2000/svg}text")
+        if node.text in ("nothing · off", "nothing · high")
+    }
+    assert len(labels) == 2
+    assert abs(labels["nothing · off"] - labels["nothing · high"]) >= 12

@@ -24,7 +24,7 @@ FRONTIER_COLOUR = ESTABLISHED_COLOUR
 OFF_COLOUR = INCONCLUSIVE_COLOUR
 MARGIN, LEFT, PLOT_WIDTH, PLOT_HEIGHT = 12, 56, 420, 200
 TITLE, AXIS, LINE, PANEL_GAP, LEGEND = 28, 34, 16, 22, 58
-TICK_SIZE, CHAR = 10, 6.4
+TICK_SIZE, CHAR = 10, 7.2  # DejaVu Sans at 12 px: about 7 px a character
 EDGE_MARGIN = 0.04  # of the span of a panel's costs
 RATE_TICKS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 
@@ -88,8 +88,9 @@ def _panel(panel: Panel, unit: str, top: float) -> list[str]:
             f'<polyline class="frontier" points="{line}" fill="none" '
             f'stroke="{FRONTIER_COLOUR}" stroke-width="1.5" stroke-dasharray="5 3"/>'
         )
-    for point in panel.points:
-        parts += _point(point, unit, x, y)
+    placed: list[tuple[float, float, float, float]] = []
+    for point in sorted(panel.points, key=lambda p: (-p.rate, p.cost)):
+        parts += _point(point, unit, x, y, placed)
     words_top = plot_bottom + AXIS
     parts.append(
         svg.text(LEFT + PLOT_WIDTH / 2, plot_bottom + 28, f"{unit} per run", anchor="middle")
@@ -99,7 +100,7 @@ def _panel(panel: Panel, unit: str, top: float) -> list[str]:
     return parts
 
 
-def _point(point: Point, unit: str, x, y) -> list[str]:
+def _point(point: Point, unit: str, x, y, placed: list) -> list[str]:
     colour = FRONTIER_COLOUR if point.on_frontier else OFF_COLOUR
     fill = colour if point.on_frontier else "white"
     where = "on the frontier" if point.on_frontier else f"off it (below {point.dominated_by})"
@@ -112,6 +113,7 @@ def _point(point: Point, unit: str, x, y) -> list[str]:
     label_x = x(point.cost) + (-7 if left_side else 7)
     # Below the point near the top, where above it would run into the panel's title.
     label_y = y(point.rate) + (16 if point.rate > 0.9 else -6)
+    label_y = _free_line(label_x, label_y, CHAR * len(point.cell), left_side, placed)
     return [
         f'<g class="cell"><title>{escape(tip)}</title>',
         svg.line(x(point.cost_low), y(point.rate), x(point.cost_high), y(point.rate), colour, 1.5),
@@ -120,6 +122,20 @@ def _point(point: Point, unit: str, x, y) -> list[str]:
         "</g>",
         svg.text(label_x, label_y, point.cell, anchor="end" if left_side else "start"),
     ]
+
+
+def _free_line(x: float, y: float, length: float, leftwards: bool, placed: list) -> float:
+    """The first line at or below `y` where a label of that length overlaps no label already
+    placed: cells at nearly the same cost and rate (the demo's thinking levels) would print
+    their names over each other."""
+    left = x - length if leftwards else x
+    while any(
+        abs(y - other_y) < LINE - 2 and left < other_right and other_left < left + length
+        for other_left, other_right, other_y, _ in placed
+    ):
+        y += LINE - 2
+    placed.append((left, left + length, y, length))
+    return y
 
 
 def _legend(width: float, top: float) -> list[str]:
