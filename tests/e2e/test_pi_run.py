@@ -151,6 +151,14 @@ def test_each_trap_reaches_pi_run_without_agentab(unconfined, trap):
         assert unconfined.saw(TRAPS[trap]), f"pi {PI_VERSION} does not read {trap}"
 
 
+def test_the_etalon_thinking_setting_reaches_pi_run_without_agentab(unconfined):
+    """The control of the etalon's `.pi/settings.json` (`defaultThinkingLevel: xhigh`), which
+    the thinking test below checks agentab's run ignores. Observed: pi sends it as "high" to
+    this model, and "medium" (its default) without the etalon's settings."""
+    first = json.loads(unconfined.requests.splitlines()[0])["body"]
+    assert first["reasoning_effort"] == "high"
+
+
 def test_declared_bricks_reach_the_model_and_nothing_else_does(world):
     scenario = make_scenario(world["root"], "probe")
     done, out = run_step(world, scenario, "full")
