@@ -69,7 +69,8 @@ NOT_READ_NATIVELY = {
     "etalon .gemini/commands": "a command reaches the model only when the prompt invokes it",
     "etalon .gemini/extensions": "not loaded from the project (the caller's extension is)",
     "etalon .gemini/agents": "no agent definition reached the model (not probed further)",
-    "etalon .gemini/policies": f"its deny message shows when the shell is called: {NO_SHELL}",
+    # Observed with the etalon's settings removed: the shell ran, the deny rule did not apply.
+    "etalon .gemini/policies": "its deny rule did not stop the shell (yolo; not probed further)",
     "etalon .env": NO_SHELL,
     "caller environment": NO_SHELL,
     "caller GEMINI_API_KEY": f"a header whose value is not logged, else {NO_SHELL}",
