@@ -5,6 +5,10 @@ agentab.steps.run` for one cell in a child process whose HOME and environment ca
 files and variables the harness would read on a user's machine and must not. What reached the
 model is in `model-requests.jsonl` (the offline model's log), what reached the tools in the stream.
 
+A trap proves something only if the harness reads it: `run_unconfined` is the positive control,
+the same harness run in the same trapped world as a user runs it without agentab, where each
+canary must reach the model.
+
 The traps, the bricks and the caller's variables belong to one harness and stay in its test file;
 the layout, the etalon's code and the way the step is called are the same for every harness.
 """
@@ -19,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentab.etalon import fresh_clone
+from agentab.harnesses.npm import base_path
+from agentab.offline_model import serve
 from tests.conftest import make_git_repo
 from tests.e2e.workflow import REPO
 
@@ -172,3 +178,38 @@ def processes_in(folder: Path) -> list[int]:
         except OSError:
             continue
     return found
+
+
+@dataclass(frozen=True)
+class Unconfined:
+    """What one harness run without agentab let through: the model's requests, the stream."""
+
+    requests: str
+    stream: str
+    stderr: str
+
+    def saw(self, canary: str) -> bool:
+        return canary in self.requests or canary in self.stream
+
+
+def run_unconfined(
+    world: dict, policy: str, start: Callable[[str], tuple[list[str], dict]], timeout=180
+) -> Unconfined:
+    """The real harness as a user starts it without agentab: in the etalon checkout, with the
+    trapped caller's HOME and variables and the harness's own discovery on, pointed at the
+    offline model serving `policy`. `start(base_url)` gives its argv and the variables (or
+    writes the config) a user would set for a model of their own."""
+    log = world["tmp"] / "unconfined" / "model-requests.jsonl"
+    with serve(policy, 0, log) as base_url:
+        argv, endpoint = start(base_url)
+        env = {"PATH": base_path(), "HOME": str(world["home"]), **world["env"], **endpoint}
+        done = subprocess.run(
+            argv,
+            cwd=world["root"] / "etalon",
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    return Unconfined(log.read_text(), done.stdout, done.stderr)

@@ -24,6 +24,7 @@ from tests.e2e.harness_world import (
     processes_in,
     requests_of,
     run_step,
+    run_unconfined,
     setup_axis,
     write,
 )
@@ -35,19 +36,51 @@ SKILL = (
     "---\nname: brick-skill\ndescription: SKILL-BRICK-MARK use when fixing arithmetic.\n---\nx\n"
 )
 PLUGIN_SKILL = "---\nname: plugin-skill\ndescription: PLUGIN-BRICK-MARK a plugin's skill.\n---\nx\n"
+# One canary per file, setting or variable: a canary shared by two traps would hide one nobody
+# reads.
 TRAPS = {
     "ancestor CLAUDE.md": "CANARY-ANCESTOR-CLAUDE-MD",
+    "nearer ancestor CLAUDE.md": "CANARY-NEARER-CLAUDE-MD",
     "ancestor CLAUDE.local.md": "CANARY-ANCESTOR-CLAUDE-LOCAL",
+    "nearer ancestor CLAUDE.local.md": "CANARY-NEARER-CLAUDE-LOCAL",
     "ancestor AGENTS.md": "CANARY-ANCESTOR-AGENTS",
+    "nearer ancestor AGENTS.md": "CANARY-NEARER-AGENTS",
+    "ancestor .claude/settings.json": "CANARY-ANCESTOR-SETTINGS",
+    "nearer ancestor .claude/settings.json": "CANARY-NEARER-SETTINGS",
     "etalon CLAUDE.md": "CANARY-ETALON-CLAUDE-MD",
     "etalon CLAUDE.local.md": "CANARY-ETALON-CLAUDE-LOCAL",
-    "etalon .claude/settings.json": "CANARY-ETALON-SETTINGS",
+    "etalon .claude/settings.json env": "CANARY-ETALON-SETTINGS-ENV",
+    "etalon .claude/settings.json hook": "CANARY-ETALON-SETTINGS-HOOK",
+    "etalon .claude/settings.local.json": "CANARY-ETALON-SETTINGS-LOCAL",
     "etalon .claude/agents": "CANARY-ETALON-AGENT",
     "etalon .claude/skills": "CANARY-ETALON-SKILL",
     "etalon .claude/commands": "CANARY-ETALON-COMMAND",
     "etalon .mcp.json": "CANARY-ETALON-MCP",
-    "caller HOME ~/.claude": "CANARY-HOME-CLAUDE",
+    "caller HOME ~/.claude/CLAUDE.md": "CANARY-HOME-CLAUDE-MD",
+    "caller HOME ~/.claude/settings.json": "CANARY-HOME-SETTINGS",
+    "caller HOME ~/.claude/skills": "CANARY-HOME-SKILL",
+    "caller HOME ~/.claude/agents": "CANARY-HOME-AGENT",
+    "caller HOME ~/.claude.json": "CANARY-HOME-CLAUDE-JSON",
+    "caller CLAUDE_CONFIG_DIR .claude.json": "CANARY-CONFIG-DIR-CLAUDE-JSON",
     "caller environment": "CANARY-CALLER-ENV",
+    "caller provider key": "CANARY-CALLER-ANTHROPIC-KEY",
+    "caller custom headers": "CANARY-CALLER-HEADERS",
+}
+# Traps a user's Claude Code does not read in this world, with the reason observed: checked to stay
+# unread.
+NOT_READ_NATIVELY = {
+    "ancestor AGENTS.md": "Claude Code reads CLAUDE.md and CLAUDE.local.md, not AGENTS.md",
+    "nearer ancestor AGENTS.md": "Claude Code reads CLAUDE.md and CLAUDE.local.md, not AGENTS.md",
+    "ancestor .claude/settings.json": "project settings are the cwd's .claude/, no ancestor's",
+    "nearer ancestor .claude/settings.json": "project settings are the cwd's .claude/, no ancestor's",
+    "caller HOME ~/.claude.json": "with CLAUDE_CONFIG_DIR set, <that dir>/.claude.json is read",
+}
+# What keeps Claude Code off the network in the control; its discovery stays on.
+NETWORK_OFF = {
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 }
 SCENARIO = Scenario(
     name="e2e-claude-code",
@@ -73,15 +106,15 @@ def claude_project_config(folder: Path) -> None:
     """Claude Code project config the run must not discover."""
     write(folder / "CLAUDE.md", f"{TRAPS['etalon CLAUDE.md']}\n")
     write(folder / "CLAUDE.local.md", f"{TRAPS['etalon CLAUDE.local.md']}\n")
-    canary = TRAPS["etalon .claude/settings.json"]
-    hook = {"type": "command", "command": f"echo {canary}"}
+    hook = {"type": "command", "command": f"echo {TRAPS['etalon .claude/settings.json hook']}"}
     settings = {
-        "env": {"ETALON_CANARY": canary},
+        "env": {"ETALON_CANARY": TRAPS["etalon .claude/settings.json env"]},
         "hooks": {"SessionStart": [{"hooks": [hook]}]},
         "model": "claude-opus-4-7",
     }
     write(folder / ".claude" / "settings.json", json.dumps(settings))
-    write(folder / ".claude" / "settings.local.json", json.dumps({"env": {"LOCAL": canary}}))
+    local = {"env": {"LOCAL": TRAPS["etalon .claude/settings.local.json"]}}
+    write(folder / ".claude" / "settings.local.json", json.dumps(local))
     agent = trapped_definition("etalon-agent", TRAPS["etalon .claude/agents"])
     write(folder / ".claude" / "agents" / "etalon-agent.md", agent)
     skill = trapped_definition("etalon-skill", TRAPS["etalon .claude/skills"])
@@ -89,7 +122,7 @@ def claude_project_config(folder: Path) -> None:
     command = f"---\ndescription: {TRAPS['etalon .claude/commands']}\n---\nx\n"
     write(folder / ".claude" / "commands" / "etalon-command.md", command)
     server = {"command": "echo", "args": [TRAPS["etalon .mcp.json"]]}
-    write(folder / ".mcp.json", json.dumps({"mcpServers": {"etalon": server}}))
+    write(folder / ".mcp.json", json.dumps({"mcpServers": {TRAPS["etalon .mcp.json"]: server}}))
 
 
 def make_scenario(root: Path, model: str, thinking="off", timeout="60s", bricks=True) -> Path:
@@ -104,38 +137,79 @@ def make_scenario(root: Path, model: str, thinking="off", timeout="60s", bricks=
 
 @pytest.fixture
 def world(tmp_path, claude_installation):
+    return trapped_world(tmp_path)
+
+
+def trapped_world(tmp_path: Path) -> dict:
     """CLAUDE.md files above everything, a caller HOME full of Claude Code config, an etalon."""
     world = new_world(tmp_path)
     root, home = world["root"], world["home"]
-    for folder in (tmp_path, root):
-        write(folder / "CLAUDE.md", f"{TRAPS['ancestor CLAUDE.md']}\n")
-        write(folder / "CLAUDE.local.md", f"{TRAPS['ancestor CLAUDE.local.md']}\n")
-        write(folder / "AGENTS.md", f"{TRAPS['ancestor AGENTS.md']}\n")
-        env = {"env": {"ANCESTOR": TRAPS["ancestor CLAUDE.md"]}}
+    for folder, which in ((tmp_path, "ancestor"), (root, "nearer ancestor")):
+        write(folder / "CLAUDE.md", f"{TRAPS[f'{which} CLAUDE.md']}\n")
+        write(folder / "CLAUDE.local.md", f"{TRAPS[f'{which} CLAUDE.local.md']}\n")
+        write(folder / "AGENTS.md", f"{TRAPS[f'{which} AGENTS.md']}\n")
+        env = {"env": {"ANCESTOR": TRAPS[f"{which} .claude/settings.json"]}}
         write(folder / ".claude" / "settings.json", json.dumps(env))
-    canary = TRAPS["caller HOME ~/.claude"]
-    write(home / ".claude" / "CLAUDE.md", f"{canary}\n")
-    write(home / ".claude" / "settings.json", json.dumps({"env": {"HOME_CANARY": canary}}))
-    skill = trapped_definition("home-skill", canary)
-    write(home / ".claude" / "skills" / "home-skill" / "SKILL.md", skill)
-    write(home / ".claude" / "agents" / "home-agent.md", trapped_definition("home-agent", canary))
-    write(home / ".claude.json", json.dumps({"mcpServers": {"home": {"command": canary}}}))
-    canary = TRAPS["caller environment"]
+    config = home / ".claude"
+    write(config / "CLAUDE.md", f"{TRAPS['caller HOME ~/.claude/CLAUDE.md']}\n")
+    env = {"env": {"HOME_CANARY": TRAPS["caller HOME ~/.claude/settings.json"]}}
+    write(config / "settings.json", json.dumps(env))
+    skill = trapped_definition("home-skill", TRAPS["caller HOME ~/.claude/skills"])
+    write(config / "skills" / "home-skill" / "SKILL.md", skill)
+    agent = trapped_definition("home-agent", TRAPS["caller HOME ~/.claude/agents"])
+    write(config / "agents" / "home-agent.md", agent)
+    # A user's MCP server, named by its canary: the stream's init event lists it.
+    for file, trap in (
+        (home, "caller HOME ~/.claude.json"),
+        (config, "caller CLAUDE_CONFIG_DIR .claude.json"),
+    ):
+        server = {"command": "echo", "args": [TRAPS[trap]]}
+        write(file / ".claude.json", json.dumps({"mcpServers": {TRAPS[trap]: server}}))
     world["env"] = {
-        "AGENTAB_CANARY": canary,
-        "ANTHROPIC_API_KEY": canary,
+        "AGENTAB_CANARY": TRAPS["caller environment"],
+        "ANTHROPIC_API_KEY": TRAPS["caller provider key"],
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:1",  # the caller's endpoint must not be used
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        "ANTHROPIC_CUSTOM_HEADERS": f"x-canary: {canary}",
+        "CLAUDE_CONFIG_DIR": str(config),
+        "ANTHROPIC_CUSTOM_HEADERS": f"x-canary: {TRAPS['caller custom headers']}",
     }
     make_etalon(root / "etalon", claude_project_config)
     return world
+
+
+@pytest.fixture(scope="module")
+def unconfined(tmp_path_factory, claude_installation):
+    """Claude Code run as a user runs it, in the trapped world: one run, shared by every
+    control."""
+    world = trapped_world(tmp_path_factory.mktemp("unconfined"))
+
+    def start(base_url: str) -> tuple[list[str], dict]:
+        argv = [*get_harness("claude-code").command(claude_installation), "-p"]
+        argv += ["--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"]
+        argv += ["--model", "probe", "--", "Fix mean in calc.py."]
+        # The user's own model, and no traffic but the model's; as root, bypass mode needs
+        # IS_SANDBOX.
+        endpoint = {"ANTHROPIC_BASE_URL": base_url, "IS_SANDBOX": "1", **NETWORK_OFF}
+        return argv, endpoint
+
+    return run_unconfined(world, "probe", start)
 
 
 def system_text(body: dict) -> str:
     blocks = body["system"] if isinstance(body["system"], list) else [{"text": body["system"]}]
     system_messages = [m for m in body["messages"] if m["role"] == "system"]
     return "\n".join(b["text"] for b in blocks) + json.dumps(system_messages)
+
+
+@pytest.mark.parametrize("trap", TRAPS)
+def test_each_trap_reaches_claude_code_run_without_agentab(unconfined, trap):
+    """The positive control: a trap Claude Code never reads would let the test below pass
+    whatever agentab does."""
+    if trap in NOT_READ_NATIVELY:
+        assert not unconfined.saw(TRAPS[trap]), f"Claude Code reads {trap} now: make it a control"
+    else:
+        assert unconfined.saw(TRAPS[trap]), (
+            f"Claude Code {CLAUDE_CODE_VERSION} does not read {trap}"
+        )
 
 
 def test_declared_bricks_reach_the_model_and_nothing_else_does(world):

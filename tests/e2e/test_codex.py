@@ -24,6 +24,7 @@ from tests.e2e.harness_world import (
     processes_in,
     requests_of,
     run_step,
+    run_unconfined,
     setup_axis,
     write,
 )
@@ -33,20 +34,41 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SKILL = "---\nname: brick-skill\ndescription: SKILL-BRICK-MARK use when fixing arithmetic.\n---\n\nDo it.\n"
 ROLE = 'description = "AGENT-BRICK-MARK reviews a change before it is final."\n'
-# No canary is a part of another: a failing check names the trap that leaked.
+# One canary per file, setting or variable, and no canary is a part of another: a failing check
+# names the trap that leaked, and a canary shared by two traps would hide one nobody reads.
 TRAPS = {
     "ancestor AGENTS.md": "CANARY-AGENTSMD-ANCESTOR",
     "ancestor AGENTS.override.md": "CANARY-OVERRIDE-ANCESTOR",
+    "nearer ancestor AGENTS.md": "CANARY-AGENTSMD-NEARER",
+    "nearer ancestor AGENTS.override.md": "CANARY-OVERRIDE-NEARER",
+    "work folder AGENTS.md": "CANARY-AGENTSMD-WORK",
+    "work folder AGENTS.override.md": "CANARY-OVERRIDE-WORK",
     "etalon AGENTS.md": "CANARY-AGENTSMD-ETALON",
     "etalon AGENTS.override.md": "CANARY-OVERRIDE-ETALON",
     "etalon .codex/config.toml": "CANARY-CONFIG-ETALON",
     "etalon .agents/skills": "CANARY-SKILL-ETALON-AGENTS",
     "etalon .codex/skills": "CANARY-SKILL-ETALON-CODEX",
-    "caller HOME ~/.codex": "CANARY-CODEXHOME-CALLER",
+    "caller CODEX_HOME AGENTS.md": "CANARY-CODEXHOME-AGENTSMD",
+    "caller CODEX_HOME config.toml": "CANARY-CODEXHOME-CONFIG",
+    "caller CODEX_HOME skills": "CANARY-CODEXHOME-SKILL",
     "caller HOME skill": "CANARY-SKILL-HOME",
     "caller environment": "CANARY-ENV-CALLER",
+    "caller OPENAI_API_KEY": "CANARY-ENV-OPENAI-KEY",
+    "caller CODEX_API_KEY": "CANARY-ENV-CODEX-KEY",
 }
-
+# Traps a user's Codex does not read in this world, with the reason observed: checked to stay
+# unread.
+ABOVE_GIT_ROOT = "Codex reads AGENTS files from the git root (the checkout) down to the cwd"
+NOT_READ_NATIVELY = {
+    "ancestor AGENTS.md": ABOVE_GIT_ROOT,
+    "ancestor AGENTS.override.md": ABOVE_GIT_ROOT,
+    "nearer ancestor AGENTS.md": ABOVE_GIT_ROOT,
+    "nearer ancestor AGENTS.override.md": ABOVE_GIT_ROOT,
+    "work folder AGENTS.md": ABOVE_GIT_ROOT,
+    "work folder AGENTS.override.md": ABOVE_GIT_ROOT,
+    "etalon AGENTS.md": "AGENTS.override.md of the same folder is read instead",
+    "caller CODEX_HOME config.toml": "the trusted project's developer_instructions win",
+}
 
 assert not any(a != b and a in b for a in TRAPS.values() for b in TRAPS.values())
 
@@ -88,27 +110,68 @@ def make_scenario(root: Path, model: str, thinking="off", timeout="60s", bricks=
 
 @pytest.fixture
 def world(tmp_path, codex_installation):
+    return trapped_world(tmp_path)
+
+
+def trapped_world(tmp_path: Path) -> dict:
     """AGENTS files above everything and above the clones, a caller HOME full of Codex config,
     an etalon with its own."""
     world = new_world(tmp_path)
     root, home = world["root"], world["home"]
-    for folder in (tmp_path, root, root / "work"):
-        write(folder / "AGENTS.md", f"{TRAPS['ancestor AGENTS.md']}\n")
-        write(folder / "AGENTS.override.md", f"{TRAPS['ancestor AGENTS.override.md']}\n")
-    canary = TRAPS["caller HOME ~/.codex"]
-    write(home / ".codex" / "AGENTS.md", f"{canary}\n")
-    write(home / ".codex" / "config.toml", f'developer_instructions = "{canary}"\n')
-    write(home / ".codex" / "skills" / "home-skill" / "SKILL.md", definition("home", canary))
+    for folder, which in ((tmp_path, "ancestor"), (root, "nearer ancestor")):
+        write(folder / "AGENTS.md", f"{TRAPS[f'{which} AGENTS.md']}\n")
+        write(folder / "AGENTS.override.md", f"{TRAPS[f'{which} AGENTS.override.md']}\n")
+    # The clones' own ancestor, below the project's.
+    write(root / "work" / "AGENTS.md", f"{TRAPS['work folder AGENTS.md']}\n")
+    write(root / "work" / "AGENTS.override.md", f"{TRAPS['work folder AGENTS.override.md']}\n")
+    codex_home = home / ".codex"
+    write(codex_home / "AGENTS.md", f"{TRAPS['caller CODEX_HOME AGENTS.md']}\n")
+    config = f'developer_instructions = "{TRAPS["caller CODEX_HOME config.toml"]}"\n'
+    write(codex_home / "config.toml", config)
+    skill = definition("home", TRAPS["caller CODEX_HOME skills"])
+    write(codex_home / "skills" / "home-skill" / "SKILL.md", skill)
     skill = definition("home-skill", TRAPS["caller HOME skill"])
     write(home / ".agents" / "skills" / "home-skill" / "SKILL.md", skill)
     world["env"] = {
         "AGENTAB_CANARY": TRAPS["caller environment"],
-        "CODEX_HOME": str(home / ".codex"),
-        "OPENAI_API_KEY": TRAPS["caller environment"],
-        "CODEX_API_KEY": TRAPS["caller environment"],
+        "CODEX_HOME": str(codex_home),
+        "OPENAI_API_KEY": TRAPS["caller OPENAI_API_KEY"],
+        "CODEX_API_KEY": TRAPS["caller CODEX_API_KEY"],
     }
     make_etalon(root / "etalon", codex_project_config)
     return world
+
+
+@pytest.fixture(scope="module")
+def unconfined(tmp_path_factory, codex_installation):
+    """Codex run as a user runs it, in the trapped world: one run, shared by every control."""
+    world = trapped_world(tmp_path_factory.mktemp("unconfined"))
+
+    def start(base_url: str) -> tuple[list[str], dict]:
+        # A user's own model as a provider of theirs, and their repository trusted, in their
+        # config: what `codex` asks for the first time it is started in a repository.
+        etalon = json.dumps(str(world["root"] / "etalon"))
+        with (world["home"] / ".codex" / "config.toml").open("a") as config:
+            config.write(
+                'model_provider = "offline"\n[model_providers.offline]\nname = "offline"\n'
+                f'base_url = "{base_url}/v1"\nwire_api = "responses"\n'
+                f'[projects.{etalon}]\ntrust_level = "trusted"\n'
+            )
+        argv = [*get_harness("codex").command(codex_installation), "exec", "--json"]
+        argv += ["--sandbox", "workspace-write", "--model", "probe", "--", "Fix mean in calc.py."]
+        return argv, {}
+
+    return run_unconfined(world, "probe", start)
+
+
+@pytest.mark.parametrize("trap", TRAPS)
+def test_each_trap_reaches_codex_run_without_agentab(unconfined, trap):
+    """The positive control: a trap Codex never reads would let the test below pass whatever
+    agentab does."""
+    if trap in NOT_READ_NATIVELY:
+        assert not unconfined.saw(TRAPS[trap]), f"Codex reads {trap} now: make it a control"
+    else:
+        assert unconfined.saw(TRAPS[trap]), f"Codex {CODEX_VERSION} does not read {trap}"
 
 
 def developer_text(body: dict) -> str:

@@ -27,15 +27,23 @@ from tests.e2e.harness_world import (
     processes_in,
     requests_of,
     run_step,
+    run_unconfined,
     setup_axis,
     write,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
+# One canary per file, setting or variable: a canary shared by two traps would hide one nobody
+# reads.
 TRAPS = {
     "ancestor GEMINI.md": "CANARY-ANCESTOR-GEMINI-MD",
-    "caller HOME ~/.gemini": "CANARY-CALLER-HOME-GEMINI",
+    "nearer ancestor GEMINI.md": "CANARY-NEARER-GEMINI-MD",
+    "caller ~/.gemini/GEMINI.md": "CANARY-HOME-GEMINI-MD",
+    "caller ~/.gemini/settings.json": "CANARY-HOME-SETTINGS",
+    "caller ~/.gemini/.env": "CANARY-HOME-DOTENV",
+    "caller ~/.gemini/extensions": "CANARY-HOME-EXTENSION",
+    "caller ~/.gemini/agents": "CANARY-HOME-AGENT",
     "etalon .gemini/settings.json": "CANARY-ETALON-SETTINGS",
     "etalon .gemini/commands": "CANARY-ETALON-COMMAND",
     "etalon .gemini/extensions": "CANARY-ETALON-EXTENSION",
@@ -43,6 +51,29 @@ TRAPS = {
     "etalon .gemini/policies": "CANARY-ETALON-POLICY",
     "etalon .env": "CANARY-ETALON-DOTENV",
     "caller environment": "CANARY-CALLER-ENV",
+    "caller GEMINI_API_KEY": "CANARY-CALLER-API-KEY",
+    "caller GEMINI_MODEL": "CANARY-CALLER-MODEL",
+    "caller GEMINI_SYSTEM_MD": "CANARY-CALLER-SYSTEM-MD",
+}
+# Traps a user's Gemini CLI does not read in this world, with the reason observed: checked to
+# stay unread. The trusted etalon's settings take the shell away (`tools.exclude`), so what only
+# the shell's `env` would show stays unseen here; it reached the tools once they were removed.
+NO_SHELL = "seen only through the shell, which the etalon's settings exclude in this world"
+ABOVE_CWD = "no GEMINI.md above the cwd reached the model (with or without the etalon's .git)"
+NOT_READ_NATIVELY = {
+    "ancestor GEMINI.md": ABOVE_CWD,
+    "nearer ancestor GEMINI.md": ABOVE_CWD,
+    "caller ~/.gemini/settings.json": "GEMINI_MODEL of the caller's environment names the model",
+    "caller ~/.gemini/.env": "the project's .env is loaded instead (read once that is gone)",
+    "caller ~/.gemini/agents": "no agent definition reached the model (not probed further)",
+    "etalon .gemini/commands": "a command reaches the model only when the prompt invokes it",
+    "etalon .gemini/extensions": "not loaded from the project (the caller's extension is)",
+    "etalon .gemini/agents": "no agent definition reached the model (not probed further)",
+    # Observed with the etalon's settings removed: the shell ran, the deny rule did not apply.
+    "etalon .gemini/policies": "its deny rule did not stop the shell (yolo; not probed further)",
+    "etalon .env": NO_SHELL,
+    "caller environment": NO_SHELL,
+    "caller GEMINI_API_KEY": f"a header whose value is not logged, else {NO_SHELL}",
 }
 SCENARIO = Scenario(
     name="e2e-gemini",
@@ -114,29 +145,70 @@ def make_scenario(root: Path, model: str, thinking="off", timeout="60s", deltas=
 
 @pytest.fixture
 def world(tmp_path, gemini_installation):
+    return trapped_world(tmp_path)
+
+
+def trapped_world(tmp_path: Path) -> dict:
     """Ancestor GEMINI.md files, a caller HOME full of Gemini CLI config, an etalon."""
     world = new_world(tmp_path)
     root, home = world["root"], world["home"]
     write(tmp_path / "GEMINI.md", f"{TRAPS['ancestor GEMINI.md']}\n")
-    write(root / "GEMINI.md", f"{TRAPS['ancestor GEMINI.md']} (nearer)\n")
-    mark = TRAPS["caller HOME ~/.gemini"]
-    write(home / ".gemini" / "GEMINI.md", f"{mark}\n")
-    write(home / ".gemini" / "settings.json", json.dumps({"model": {"name": mark}}))
-    write(home / ".gemini" / ".env", f"AGENTAB_HOME_DOTENV={mark}\n")
-    extension_files(home / ".gemini" / "extensions" / "home-ext", "home-ext", mark)
-    write(home / ".gemini" / "agents" / "home-agent.md", agent_text("home_agent", mark))
-    canary = TRAPS["caller environment"]
+    write(root / "GEMINI.md", f"{TRAPS['nearer ancestor GEMINI.md']}\n")
+    dot = home / ".gemini"
+    write(dot / "GEMINI.md", f"{TRAPS['caller ~/.gemini/GEMINI.md']}\n")
+    settings = {"model": {"name": TRAPS["caller ~/.gemini/settings.json"]}}
+    write(dot / "settings.json", json.dumps(settings))
+    write(dot / ".env", f"AGENTAB_HOME_DOTENV={TRAPS['caller ~/.gemini/.env']}\n")
+    mark = TRAPS["caller ~/.gemini/extensions"]
+    extension_files(dot / "extensions" / "home-ext", "home-ext", mark)
+    write(
+        dot / "agents" / "home-agent.md", agent_text("home_agent", TRAPS["caller ~/.gemini/agents"])
+    )
+    system_md = write(home / "system.md", f"{TRAPS['caller GEMINI_SYSTEM_MD']}\n")
     world["env"] = {
-        "AGENTAB_CANARY": canary,
+        "AGENTAB_CANARY": TRAPS["caller environment"],
         "GEMINI_CLI_HOME": str(home),
-        "GEMINI_API_KEY": canary,
-        "GEMINI_MODEL": canary,
-        "GEMINI_SYSTEM_MD": str(write(home / "system.md", f"{canary}\n")),
+        "GEMINI_API_KEY": TRAPS["caller GEMINI_API_KEY"],
+        "GEMINI_MODEL": TRAPS["caller GEMINI_MODEL"],
+        "GEMINI_SYSTEM_MD": str(system_md),
         "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9",
         "GEMINI_CLI_TRUST_WORKSPACE": "false",
     }
     make_etalon(root / "etalon", gemini_project_config)
     return world
+
+
+@pytest.fixture(scope="module")
+def unconfined(tmp_path_factory, gemini_installation):
+    """Gemini CLI run as a user runs it, in the trapped world: one run, shared by every
+    control."""
+    world = trapped_world(tmp_path_factory.mktemp("unconfined"))
+
+    def start(base_url: str) -> tuple[list[str], dict]:
+        # A user's own model: the API key auth in their settings (0.61 refuses the endpoint
+        # without it), the endpoint in their environment; their own repository trusted.
+        settings = world["home"] / ".gemini" / "settings.json"
+        config = json.loads(settings.read_text())
+        config["security"] = {"auth": {"selectedType": "gemini-api-key"}}
+        settings.write_text(json.dumps(config))
+        argv = [
+            *get_harness("gemini").command(gemini_installation),
+            "--prompt=Fix mean in calc.py.",
+        ]
+        argv += ["--output-format", "stream-json", "--approval-mode", "yolo"]
+        return argv, {"GOOGLE_GEMINI_BASE_URL": base_url, "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+
+    return run_unconfined(world, "probe", start)
+
+
+@pytest.mark.parametrize("trap", TRAPS)
+def test_each_trap_reaches_gemini_run_without_agentab(unconfined, trap):
+    """The positive control: a trap Gemini CLI never reads would let the test below pass
+    whatever agentab does."""
+    if trap in NOT_READ_NATIVELY:
+        assert not unconfined.saw(TRAPS[trap]), f"Gemini CLI reads {trap} now: make it a control"
+    else:
+        assert unconfined.saw(TRAPS[trap]), f"Gemini CLI {GEMINI_VERSION} does not read {trap}"
 
 
 def offered_tools(request: dict) -> set[str]:

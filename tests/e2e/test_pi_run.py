@@ -13,6 +13,8 @@ import pytest
 
 from agentab.errors import AgentabError
 from agentab.harnesses import get_harness
+from agentab.harnesses.base import RunSpec
+from agentab.harnesses.pi import offline_models_json
 from tests.e2e.harness_world import (
     HARNESSES_DIR,
     PI_VERSION,
@@ -24,6 +26,7 @@ from tests.e2e.harness_world import (
     processes_in,
     requests_of,
     run_step,
+    run_unconfined,
     setup_axis,
     write,
 )
@@ -47,13 +50,24 @@ export default function (pi) {
 }
 """
 SKILL = "---\nname: brick-skill\ndescription: SKILL-BRICK-MARK use when fixing arithmetic.\n---\n\nDo it.\n"
+# One canary per file or variable: a canary shared by two traps would hide one nobody reads.
 TRAPS = {
     "ancestor AGENTS.md": "CANARY-ANCESTOR-AGENTS",
-    "caller HOME pi config": "CANARY-HOME-PI-CONFIG",
-    "caller HOME skill": "CANARY-HOME-SKILL",
-    "etalon .pi": "CANARY-ETALON-DOT-PI",
+    "nearer ancestor AGENTS.md": "CANARY-NEARER-ANCESTOR-AGENTS",
+    "caller HOME pi AGENTS.md": "CANARY-HOME-PI-AGENTS",
+    "caller HOME pi APPEND_SYSTEM.md": "CANARY-HOME-PI-APPEND-SYSTEM",
+    "caller HOME ~/.agents/skills": "CANARY-HOME-AGENTS-SKILL",
+    "caller HOME pi skills": "CANARY-HOME-PI-SKILL",
+    "etalon .pi/SYSTEM.md": "CANARY-ETALON-PI-SYSTEM",
+    "etalon .pi/APPEND_SYSTEM.md": "CANARY-ETALON-PI-APPEND-SYSTEM",
     "etalon .agents/skills": "CANARY-ETALON-AGENTS-SKILL",
     "caller environment": "CANARY-CALLER-ENV",
+    "caller's provider key": "CANARY-CALLER-ANTHROPIC-KEY",
+}
+# Traps a user's pi does not read in this world, with the reason observed: checked to stay unread.
+NOT_READ_NATIVELY = {
+    "caller HOME pi APPEND_SYSTEM.md": f"pi {PI_VERSION} reads one APPEND_SYSTEM.md, the "
+    "project's .pi/ one over the agent folder's (without the etalon's, the caller's is read)",
 }
 SCENARIO = Scenario(
     name="e2e", question="Does pi see exactly its bricks?", harness="pi", version=PI_VERSION
@@ -68,8 +82,8 @@ FULL = setup_axis(
 
 def pi_project_config(folder: Path) -> None:
     """Project config pi must not discover."""
-    write(folder / ".pi" / "SYSTEM.md", f"{TRAPS['etalon .pi']} system prompt replaced\n")
-    write(folder / ".pi" / "APPEND_SYSTEM.md", f"{TRAPS['etalon .pi']} appended\n")
+    write(folder / ".pi" / "SYSTEM.md", f"{TRAPS['etalon .pi/SYSTEM.md']} replaces pi's\n")
+    write(folder / ".pi" / "APPEND_SYSTEM.md", f"{TRAPS['etalon .pi/APPEND_SYSTEM.md']}\n")
     write(folder / ".pi" / "settings.json", json.dumps({"defaultThinkingLevel": "xhigh"}))
     skill = definition("etalon-skill", TRAPS["etalon .agents/skills"])
     write(folder / ".agents" / "skills" / "etalon-skill" / "SKILL.md", skill)
@@ -84,24 +98,65 @@ def make_scenario(root: Path, model: str, thinking="off", timeout="60s", bricks=
 
 @pytest.fixture
 def world(tmp_path, pi_installation):
+    return trapped_world(tmp_path)
+
+
+def trapped_world(tmp_path: Path) -> dict:
     """An ancestor AGENTS.md above everything, a caller HOME full of pi config, an etalon."""
     world = new_world(tmp_path)
     root, home = world["root"], world["home"]
     write(tmp_path / "AGENTS.md", f"{TRAPS['ancestor AGENTS.md']}\n")
-    write(root / "AGENTS.md", f"{TRAPS['ancestor AGENTS.md']} (nearer)\n")
-    write(home / ".pi" / "agent" / "AGENTS.md", f"{TRAPS['caller HOME pi config']}\n")
-    write(home / ".pi" / "agent" / "APPEND_SYSTEM.md", f"{TRAPS['caller HOME pi config']}\n")
-    write(home / ".pi" / "agent" / "settings.json", json.dumps({"defaultProjectTrust": "always"}))
-    skill = definition("home-skill", TRAPS["caller HOME skill"])
+    write(root / "AGENTS.md", f"{TRAPS['nearer ancestor AGENTS.md']}\n")
+    agent_dir = home / ".pi" / "agent"
+    write(agent_dir / "AGENTS.md", f"{TRAPS['caller HOME pi AGENTS.md']}\n")
+    write(agent_dir / "APPEND_SYSTEM.md", f"{TRAPS['caller HOME pi APPEND_SYSTEM.md']}\n")
+    write(agent_dir / "settings.json", json.dumps({"defaultProjectTrust": "always"}))
+    skill = definition("home-skill", TRAPS["caller HOME ~/.agents/skills"])
     write(home / ".agents" / "skills" / "home-skill" / "SKILL.md", skill)
-    write(home / ".pi" / "agent" / "skills" / "home-skill2" / "SKILL.md", skill)
+    skill = definition("home-pi-skill", TRAPS["caller HOME pi skills"])
+    write(agent_dir / "skills" / "home-pi-skill" / "SKILL.md", skill)
     world["env"] = {
         "AGENTAB_CANARY": TRAPS["caller environment"],
-        "PI_CODING_AGENT_DIR": str(home / ".pi" / "agent"),
-        "ANTHROPIC_API_KEY": TRAPS["caller environment"],
+        "PI_CODING_AGENT_DIR": str(agent_dir),
+        "ANTHROPIC_API_KEY": TRAPS["caller's provider key"],
     }
     make_etalon(root / "etalon", pi_project_config)
     return world
+
+
+@pytest.fixture(scope="module")
+def unconfined(tmp_path_factory, pi_installation):
+    """pi run as a user runs it, in the trapped world: one run, shared by every control."""
+    world = trapped_world(tmp_path_factory.mktemp("unconfined"))
+
+    def start(base_url: str) -> tuple[list[str], dict]:
+        # A user's own model: a provider in models.json of the agent folder pi was pointed at.
+        spec = RunSpec(Path(), Path(), "", "offline", "probe", "off", 0, model_base_url=base_url)
+        models = offline_models_json(spec)
+        write(world["home"] / ".pi" / "agent" / "models.json", models)
+        argv = [*get_harness("pi").command(pi_installation), "--mode", "json", "--no-session"]
+        argv += ["--provider", "offline", "--model", "probe", "--", "Fix mean in calc.py."]
+        return argv, {}
+
+    return run_unconfined(world, "probe", start)
+
+
+@pytest.mark.parametrize("trap", TRAPS)
+def test_each_trap_reaches_pi_run_without_agentab(unconfined, trap):
+    """The positive control: a trap pi never reads would let the test below pass whatever
+    agentab does."""
+    if trap in NOT_READ_NATIVELY:
+        assert not unconfined.saw(TRAPS[trap]), f"pi reads {trap} now: make it a control"
+    else:
+        assert unconfined.saw(TRAPS[trap]), f"pi {PI_VERSION} does not read {trap}"
+
+
+def test_the_etalon_thinking_setting_reaches_pi_run_without_agentab(unconfined):
+    """The control of the etalon's `.pi/settings.json` (`defaultThinkingLevel: xhigh`), which
+    the thinking test below checks agentab's run ignores. Observed: pi sends it as "high" to
+    this model, and "medium" (its default) without the etalon's settings."""
+    first = json.loads(unconfined.requests.splitlines()[0])["body"]
+    assert first["reasoning_effort"] == "high"
 
 
 def test_declared_bricks_reach_the_model_and_nothing_else_does(world):
