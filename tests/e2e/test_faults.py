@@ -384,6 +384,11 @@ def test_a_stop_signal_during_the_synthesis_ends_it_cleanly_and_the_next_invocat
         with secret_on_a_fifo(results) as reader_waits:
             os.kill(script, signal.SIGCONT)
             assert wait_until(reader_waits, 60), output.read_text()[-3000:]
+            # The blank forms do not wait for the synthesis: the signal falls once they are
+            # written, so that it meets the synthesis alone. (A Ctrl-C in the first half second
+            # of a script rule meets Snakemake's own preamble, before any agentab code runs.)
+            forms = results / "forms"
+            assert wait_until(lambda: len(list(forms.glob("*.blank.toml"))) == 2, 60)
             os.killpg(process.pid, signum) if whole_group else process.send_signal(signum)
             process.wait(timeout=PROMPT_STOP_S)
         assert not processes_in(project), "a process of the project outlived snakemake"

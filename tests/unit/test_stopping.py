@@ -141,3 +141,32 @@ def test_snakemake_passes_sighup_on_and_stops_as_on_sigterm(step_behind_a_shell)
     wait_for(lambda: step not in running_steps(step_behind_a_shell.pid))
     assert told == [signal.SIGHUP]
     assert step_behind_a_shell.poll() is None or step_behind_a_shell.returncode == 0
+
+
+# A script rule's first lines, then an import that takes its time (agentab's own import of the
+# CLI stands for it): the window where a Ctrl-C used to print a KeyboardInterrupt traceback.
+SCRIPT_STARTING = """
+from agentab.steps.script_start import stop_quietly_while_starting
+stop_quietly_while_starting("form")
+import sys, time
+sys.stdout.write("started\\n"); sys.stdout.flush()
+time.sleep(60)
+"""
+
+
+def test_a_stop_signal_as_a_script_rule_starts_ends_it_in_one_line() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT_STARTING],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_stop_signals,
+    )
+    assert process.stdout.readline() == "started\n"
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 128 + signal.SIGINT
+    assert stderr == (
+        "agentab: stopped by SIGINT as `agentab form` started; its outputs are made by the next "
+        "invocation\n"
+    )

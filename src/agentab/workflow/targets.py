@@ -32,27 +32,10 @@ from agentab.scenario import Scenario, load_scenario
 from agentab.validators import CONFIG_KEYS, validator_timeout_s
 
 # The package files that decide the synthesis: editing one reruns only the synthesis.
-SYNTHESIS_CODE = (
-    "synthesis/results.py",
-    "synthesis/verdicts.py",
-    "synthesis/tables.py",
-    "synthesis/figure.py",
-    "synthesis/prose.py",
-    "synthesis/synthesize.py",
-    "synthesis/stats.py",
-    "synthesis/resampling.py",
-    "synthesis/strata.py",
-    "synthesis/sequential.py",
-    "synthesis/waves.py",
-    "synthesis/wave_verdicts.py",
-    "synthesis/looks.py",
-    "synthesis/sequence_figure.py",
-    "synthesis/calibration.py",
-    "synthesis/environment.py",
-    "synthesis/protected.py",
-    "metrics.py",
-    "templates/synthesis.md.j2",
-)
+# Besides every module of agentab/synthesis/: it was a list of some of them, and modules added
+# later (the frontier, the judge against people, the laws of the shuffles) were left out of it,
+# so a synthesis written by older code was kept after an upgrade.
+SYNTHESIS_CODE = ("metrics.py", "templates/synthesis.md.j2")
 
 
 def as_param(data) -> str:
@@ -319,7 +302,8 @@ class Workflow:
     def synthesis_code(self) -> list[str]:
         """The package files that decide the synthesis: editing one reruns only the synthesis."""
         root = Path(agentab.__file__).parent
-        return [str(root / n) for n in SYNTHESIS_CODE if (root / n).exists()]
+        modules = sorted(str(path) for path in (root / "synthesis").glob("*.py"))
+        return modules + [str(root / n) for n in SYNTHESIS_CODE if (root / n).exists()]
 
 
 def setup_time_s(etalon) -> float:
