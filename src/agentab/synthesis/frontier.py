@@ -31,7 +31,6 @@ from agentab.synthesis.wording import percent, signed
 
 USD = "USD"
 TOKENS = "tokens"
-TAIL = (1 - stats.CONFIDENCE) / 2 * 100
 
 
 @dataclass(frozen=True)
@@ -129,8 +128,8 @@ def metric_points(result, scenario, metric: str, costs: dict) -> list[Point]:
             MEDIAN, costs[cell.name], stats.generator_for(f"frontier\x1fcost\x1f{cell.name}")
         )
         rate_draws = pooled_rate_draws(answers, metric, cell.name, tasks)
-        cost_low, cost_high = np.percentile(cost_draws, [TAIL, 100 - TAIL])
-        rate_low, rate_high = np.percentile(rate_draws, [TAIL, 100 - TAIL])
+        cost_low, cost_high = stats.percentile_interval(cost_draws)
+        rate_low, rate_high = stats.percentile_interval(rate_draws)
         points.append(
             Point(
                 cell=cell.name,

@@ -39,7 +39,6 @@ import numpy as np
 from agentab.synthesis import stats
 from agentab.synthesis.verdicts import Gap, SynthesisResult
 
-CONFIDENCE_TAIL = (1 - stats.CONFIDENCE) / 2 * 100
 FEW_LABELS = f"fewer than {stats.MIN_RUNS_PER_GROUP} labelled runs per cell"
 
 
@@ -103,8 +102,7 @@ def kappa_interval(table: Confusion, key: str) -> tuple[float, float] | None:
     finite = draws[~np.isnan(draws)]
     if finite.size == 0:
         return None
-    low, high = np.percentile(finite, [CONFIDENCE_TAIL, 100 - CONFIDENCE_TAIL])
-    return float(low), float(high)
+    return stats.percentile_interval(finite)
 
 
 # --- prediction-powered inference ---------------------------------------------------------------
@@ -264,7 +262,7 @@ def corrected_rate(groups: Groups, cell: str, tasks: list, key: str):
     )
     # A rate lies in [0, 1]: an interval end past it is cut there (no coverage is lost). The
     # value is left as it is: cut, it would no longer be unbiased.
-    low, high = np.clip(np.percentile(draws, [CONFIDENCE_TAIL, 100 - CONFIDENCE_TAIL]), 0, 1)
+    low, high = np.clip(stats.percentile_interval(draws), 0, 1)
     rate = CorrectedRate(
         **base, judge_rate=judge_rate, value=value, low=float(low), high=float(high)
     )
