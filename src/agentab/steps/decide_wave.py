@@ -10,9 +10,9 @@ the budget caps the whole experiment.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from agentab.files import write_json
 from agentab.steps.common import run_step
 
 
@@ -24,11 +24,7 @@ def build(parser) -> None:
 
 def act(args) -> int:
     decision = decide(args.results, args.wave)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    partial = args.out.with_name(args.out.name + ".partial")
-    text = json.dumps(decision, indent=1, sort_keys=True, ensure_ascii=False)
-    partial.write_text(text + "\n", encoding="utf-8")
-    partial.replace(args.out)
+    write_json(decision, args.out)
     return 0
 
 

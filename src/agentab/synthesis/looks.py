@@ -17,6 +17,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from agentab.files import write_json
+
 LOOKS_FILE = "looks.json"
 
 
@@ -45,11 +47,7 @@ def record_look(results_dir: Path, runs: dict[str, int], design: dict | None = N
     last = {key: looks[-1].get(key) for key in entry} if looks else None
     if last != entry:
         looks.append({"look": len(looks) + 1, **entry})
-        path = Path(results_dir) / LOOKS_FILE
-        partial = path.with_name(path.name + ".partial")
-        text = json.dumps({"looks": looks}, indent=1, ensure_ascii=False)
-        partial.write_text(text + "\n", encoding="utf-8")
-        partial.replace(path)
+        write_json({"looks": looks}, Path(results_dir) / LOOKS_FILE)
     return looks
 
 
