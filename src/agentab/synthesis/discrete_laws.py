@@ -64,7 +64,7 @@ def binomial(trials: int, successes: int) -> AliasTable:
     """The count of successes among `trials` draws with replacement from `trials` runs of which
     `successes` succeeded: Binomial(trials, successes / trials)."""
     counts = np.arange(trials + 1)
-    log_factorial = _log_factorials(trials)
+    log_factorial = log_factorials(trials)
     p = successes / trials
     if p in (0.0, 1.0):  # every draw alike
         probability = (counts == successes).astype(float)
@@ -79,7 +79,7 @@ def hypergeometric(good: int, bad: int, sample: int) -> AliasTable:
     """The count of good items in `sample` items drawn without replacement from `good` good and
     `bad` bad ones (as numpy's `Generator.hypergeometric(good, bad, sample)`)."""
     counts = np.arange(max(0, sample - bad), min(good, sample) + 1)
-    log_factorial = _log_factorials(good + bad)
+    log_factorial = log_factorials(good + bad)
 
     def log_choose(top, bottom):
         return log_factorial[top] - log_factorial[bottom] - log_factorial[top - bottom]
@@ -104,13 +104,13 @@ def _binomial_tail(trials: int, p: float, least: int) -> float:
     if p >= 1.0:
         return 1.0
     counts = np.arange(trials + 1)
-    log_factorial = _log_factorials(trials)
+    log_factorial = log_factorials(trials)
     log_choose = log_factorial[trials] - log_factorial[counts] - log_factorial[trials - counts]
     mass = np.exp(log_choose + counts * np.log(p) + (trials - counts) * np.log1p(-p))
     upper = float(mass[least:].sum())
     return upper if upper < 0.5 else 1.0 - float(mass[:least].sum())
 
 
-def _log_factorials(largest: int) -> np.ndarray:
+def log_factorials(largest: int) -> np.ndarray:
     """log(k!) for k = 0 .. largest."""
     return np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, largest + 1)))))

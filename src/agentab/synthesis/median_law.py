@@ -71,7 +71,7 @@ def joint_median_law(ours: int, others: int) -> tuple[np.ndarray, np.ndarray, np
     if not covers(ours, others):
         raise ValueError(f"no tabulated median law for groups of {ours} and {others} runs")
     size = ours + others
-    log_factorial = _log_factorials(size)
+    log_factorial = discrete_laws.log_factorials(size)
     position = np.arange(1, size + 1)
     i, j = np.meshgrid(position, position, indexing="ij")  # the cell's, the reference's
     middle_ours, middle_others = (ours + 1) // 2, (others + 1) // 2
@@ -96,7 +96,7 @@ def _upper_positions(low_mine, low_theirs, ours: int, others: int, rng):
     """Each group's (k + 1)-th position given both lower medians' (counted from 1), drawn as
     the module's docstring says; an odd group's is its lower one."""
     size = ours + others
-    log_factorial = _log_factorials(size)
+    log_factorial = discrete_laws.log_factorials(size)
     cell_first = low_mine < low_theirs
     # The group whose lower median is lower is `first`, at p; the other `second`, at q > p.
     p, q = np.minimum(low_mine, low_theirs), np.maximum(low_mine, low_theirs)
@@ -163,10 +163,6 @@ def _first_of(where, length, count, rng, log_factorial) -> np.ndarray:
         high = np.where(searching & reached, middle, high)
         low = np.where(searching & ~reached, middle + 1, low)
     return np.where(where, low, 0)
-
-
-def _log_factorials(largest: int) -> np.ndarray:
-    return np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, largest + 1)))))
 
 
 def _log_deals(log_factorial, low, high, k_low, k_high, size_low, size):
