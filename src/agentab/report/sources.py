@@ -34,7 +34,7 @@ from agentab.synthesis.verdicts import (
     decide_metric_types,
 )
 from agentab.synthesis.wave_verdicts import sequential_gaps
-from agentab.synthesis.waves import not_started, replay_results, replay_waves
+from agentab.synthesis.waves import replay_if_sequential, replay_results
 
 __all__ = [
     "MEASURES_FILE",
@@ -60,8 +60,7 @@ def runs_given(results_dir: Path, scenario) -> dict[str, int] | None:
     synthesis replays them; None for a fixed scenario (every cell runs `repetitions`)."""
     if not scenario.sequential:
         return None
-    plan = replay_results(Path(results_dir), scenario)
-    return {cell.name: plan.runs_given(cell.name) for cell in scenario.cells}
+    return replay_results(Path(results_dir), scenario).runs_given_by_cell(scenario.cells)
 
 
 def synthesis_outputs(results_dir: Path) -> list[Path]:
@@ -84,11 +83,8 @@ def synthesis_context(
     scored = ScoredValues.of(runs, scenario.metrics)
     types = decide_metric_types(scored, scenario)
     cell_values = compute_cell_values(scored, scenario, types)
-    plan = None
-    if scenario.sequential:  # the waves replayed as the synthesis replays them
-        kinds = {name: kind.kind for name, kind in types.items()}
-        plan = replay_waves(scenario, runs, kinds, None, not_started(results_dir, scenario))
-    given = None if plan is None else {c.name: plan.runs_given(c.name) for c in scenario.cells}
+    plan = replay_if_sequential(results_dir, scenario, runs, types)  # as the synthesis does
+    given = None if plan is None else plan.runs_given_by_cell(scenario.cells)
     gaps = compute_gaps(scored, scenario, types, cell_values)
     result = SynthesisResult(
         results_dir=results_dir,

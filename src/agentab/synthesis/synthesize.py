@@ -34,7 +34,7 @@ from agentab.synthesis.verdicts import (
     decide_metric_types,
 )
 from agentab.synthesis.wave_verdicts import sequential_gaps
-from agentab.synthesis.waves import not_started, replay_waves
+from agentab.synthesis.waves import replay_if_sequential
 
 # The outputs in the order they are written: the tables and the figure, the report last.
 WRITE_ORDER = SYNTHESIS_FILES[1:] + SYNTHESIS_FILES[:1]
@@ -48,13 +48,8 @@ def synthesize(results_dir: Path) -> SynthesisResult:
     scored = ScoredValues.of(runs, scenario.metrics)
     types = decide_metric_types(scored, scenario)
     cell_values = compute_cell_values(scored, scenario, types)
-    plan = None
-    if scenario.sequential:  # the waves replayed from the runs: who got which wave
-        kinds = {name: kind.kind for name, kind in types.items()}
-        plan = replay_waves(scenario, runs, kinds, None, not_started(results_dir, scenario))
-    given = (
-        None if plan is None else {cell.name: plan.runs_given(cell.name) for cell in scenario.cells}
-    )
+    plan = replay_if_sequential(results_dir, scenario, runs, types)
+    given = None if plan is None else plan.runs_given_by_cell(scenario.cells)
     result = SynthesisResult(
         results_dir=results_dir,
         scenario_name=scenario.name,

@@ -39,6 +39,10 @@ class WavePlan:
         """Runs per task the cell was given: its waves x the wave."""
         return self.given.get(cell, 0) * self.wave
 
+    def runs_given_by_cell(self, cells) -> dict[str, int]:
+        """`runs_given` of each cell, by its name."""
+        return {cell.name: self.runs_given(cell.name) for cell in cells}
+
     def next_wave_cells(self) -> list[str]:
         """The cells that get wave `looked` + 1 (none after the last)."""
         return [cell for cell, waves in self.given.items() if waves > self.looked]
@@ -78,6 +82,15 @@ def gap_stream(values, kind, cell, reference, metric, tasks, wave, looks):
                     theirs.append(float(pair[1]))
         ends.append(len(mine))
     return pair_values(kind, mine, theirs), ends
+
+
+def replay_if_sequential(results_dir, scenario, runs, types) -> WavePlan | None:
+    """The waves replayed from runs already read, with their metrics' types (who got which
+    wave), as the synthesis and the report both need them; None under the fixed rule."""
+    if not scenario.sequential:
+        return None
+    kinds = {name: kind.kind for name, kind in types.items()}
+    return replay_waves(scenario, runs, kinds, None, not_started(results_dir, scenario))
 
 
 def replay_results(results_dir, scenario, through: int | None = None) -> WavePlan:

@@ -51,8 +51,7 @@ def expected_reps(workflow, scenario: str) -> dict[str, int]:
     if not sc.sequential or not workflow.layout.results(scenario).path.is_dir():
         first = sc.wave if sc.sequential else sc.repetitions
         return {cell.name: first for cell in sc.cells}
-    plan = replay(workflow, scenario)
-    return {cell.name: plan.runs_given(cell.name) for cell in sc.cells}
+    return replay(workflow, scenario).runs_given_by_cell(sc.cells)
 
 
 def bad_decisions(results: ResultsFolder, most: int) -> list[Path]:
