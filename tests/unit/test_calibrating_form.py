@@ -245,3 +245,18 @@ def test_only_the_sample_is_pending_and_a_label_must_be_true_or_false(results, s
     text = str(error.value)
     assert "people.toml" in text and "is not true or false" in text
     assert "write on_task_person = true or on_task_person = false" in text
+
+
+def test_a_label_on_a_run_outside_the_sample_is_refused(results, scenario):
+    """The corrected rate is unbiased only when the labelled runs are the seeded sample: a label
+    slipped in for another run (its id taken from the other form, or made up) must not count."""
+    write_blank_form(results, scenario, FORM, seed=SEED)
+    keys = json.loads(ResultsFolder(results).form_keys(FORM).read_text())["runs"]
+    outside = "0" * 8
+    assert outside not in keys
+    ResultsFolder(results).filled_form(FORM).write_text(
+        f'[runs."{outside}"]\non_task_person = true\n'
+    )
+    with pytest.raises(AgentabError) as error:
+        read_form_answers(results, scenario, FORM)
+    assert "people.toml" in str(error.value) and outside in str(error.value)
