@@ -152,3 +152,59 @@ def test_a_poisoned_shared_checkout_is_a_fault_and_is_made_again(tmp_path: Path,
     assert fresh_clone(str(repo), "v1.0", tmp_path / "clone", mirrors) == sha  # made again
     assert (tmp_path / "clone" / "a.txt").read_text() == "a\n"
     assert not (tmp_path / "clone" / "sitecustomize.py").exists()
+
+
+def history_with_a_later_fix(repo: Path) -> dict[str, str]:
+    """A bug tagged v1.0, then its fix on a branch and tagged v1.1, an annotated tag, a stash-like
+    dangling blob: everything a clone of v1.0 must not hold. Returns the objects to look for."""
+    make_git_repo(repo, {"calc.py": "def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n"})
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    (repo / "calc.py").write_text("def mean(xs):\n    return sum(xs) / len(xs)\n")
+    git(*ident, "commit", "-qam", "fix mean: THE-FIX-MESSAGE", cwd=repo)
+    git(*ident, "tag", "-a", "v1.1", "-m", "the fixed release", cwd=repo)
+    git("branch", "fix-branch", cwd=repo)
+    fix_blob = git("rev-parse", "HEAD:calc.py", cwd=repo).strip()
+    dangling = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=repo, input="DANGLING-SECRET\n",
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    return {
+        "fix_commit": git("rev-parse", "HEAD", cwd=repo).strip(),
+        "fix_blob": fix_blob,
+        "dangling": dangling,
+    }
+
+
+def test_a_clone_holds_the_tag_and_its_past_only(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    later = history_with_a_later_fix(repo)
+    clone = tmp_path / "clone"
+    sha = fresh_clone(str(repo), "v1.0", clone, tmp_path / "mirrors")
+    assert git("tag", cwd=clone).split() == ["v1.0"]
+    assert git("for-each-ref", "--format=%(refname)", cwd=clone).split() == ["refs/tags/v1.0"]
+    assert git("log", "--all", "--format=%H", cwd=clone).split() == [sha]
+    objects = git("cat-file", "--batch-all-objects", "--batch-check=%(objectname)", cwd=clone)
+    for name, oid in later.items():
+        assert oid not in objects, f"the {name} is readable from the clone"
+        missing = subprocess.run(["git", "cat-file", "-e", oid], cwd=clone, capture_output=True)
+        assert missing.returncode != 0, name
+    dot_git = clone / ".git"
+    assert not (dot_git / "objects" / "info" / "alternates").exists()
+    assert not (dot_git / "FETCH_HEAD").exists()
+    assert not (dot_git / "logs").exists()
+    assert (
+        not (dot_git / "packed-refs").exists()
+        or "v1.1" not in (dot_git / "packed-refs").read_text()
+    )
+    assert git("remote", cwd=clone).strip() == ""
+    every_byte = b"".join(p.read_bytes() for p in dot_git.rglob("*") if p.is_file())
+    assert b"fix-branch" not in every_byte and b"v1.1" not in every_byte
+    assert str(tmp_path / "mirrors").encode() not in every_byte
+
+
+def test_a_validator_checkout_of_the_later_tag_has_the_fix(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    later = history_with_a_later_fix(repo)
+    clone = tmp_path / "clone"
+    assert fresh_clone(str(repo), "v1.1", clone, tmp_path / "mirrors") == later["fix_commit"]
+    assert git("rev-list", "--count", "HEAD", cwd=clone).strip() == "2"

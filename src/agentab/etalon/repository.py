@@ -1,10 +1,11 @@
 """The etalon's repository: a pinned tag, its local mirror, a fresh clone for every run.
 
-A local mirror per repository is fetched once. Beside it, each tag is cloned once from the
-mirror (`git clone`, the tag checked out detached, no remote) into a pristine checkout that no
-agent or validator is ever given; each run gets a copy of that checkout, with its own `.git`
-directory (never a shared gitdir, never a copy of a work tree someone used), so nothing an
-agent does in one clone can reach the mirror or another run. A copy costs a tenth of the git
+A local mirror per repository is fetched once. Beside it, each tag is fetched once from the
+mirror into a pristine checkout that no agent or validator is ever given: the tag and its past
+only (no other tag, no branch, no remote, no reflog, no object the tag cannot reach: a later
+fix in the repository's history would hand the agent the answer). Each run gets a copy of that
+checkout, with its own `.git` directory (never a shared gitdir, never a copy of a work tree
+someone used), so nothing an agent does in one clone can reach the mirror or another run. A copy costs a tenth of the git
 commands it replaces, and a run and each of its validators make one. A run's outcome is
 always etalon + `result.patch`.
 """
@@ -29,6 +30,9 @@ GIT_IDENTITY = ("agent", "agent@agentab.invalid")
 TOOLING_FILES = [".snakemake_timestamp"]
 # Inside a mirror: each tag's pristine checkout (PRISTINE_TREE) and its commit (PRISTINE_SHA).
 PRISTINE_CHECKOUTS = "agentab-checkouts"
+# Part of a pristine checkout's folder name: checkouts made before they held the tag's past only
+# (a full clone of the mirror) are never reused.
+PRISTINE_KIND = "past-only"
 PRISTINE_TREE = "tree"
 PRISTINE_SHA = "sha"
 
@@ -252,7 +256,7 @@ def verify_tree(tree: Path, sha: str, pristine_folder: Path, tag: str) -> None:
 
 def pristine_folder(mirror: Path, tag: str) -> Path:
     """Where the tag's pristine checkout lives: inside the mirror, so that it goes with it."""
-    digest = hashlib.sha256(tag.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"{PRISTINE_KIND}\0{tag}".encode()).hexdigest()[:16]
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", tag).strip("-.") or "tag"
     return mirror / PRISTINE_CHECKOUTS / f"{stem}-{digest}"
 
@@ -280,13 +284,20 @@ def make_pristine_checkout(mirror: Path, tag: str, folder: Path) -> None:
     tree.parent.mkdir(parents=True)
     # No template: git's sample hooks and description are inert, and half the files that every
     # run and every validator would otherwise copy and remove.
+    git("init", "--quiet", "--template=", str(tree))
+    git("config", "core.logAllRefUpdates", "false", cwd=tree)
+    # A fetch, not a clone: a clone takes every tag, branch and object of the mirror (a local
+    # clone even links its whole object store); the pack protocol sends the objects the tag
+    # reaches, and nothing else. No FETCH_HEAD is written: it would name the mirror.
+    ref = f"refs/tags/{tag}"
     git(
-        "clone", "--quiet", "--template=", "--no-hardlinks", "--no-checkout", str(mirror), str(tree)
-    )
-    git("checkout", "--quiet", "--detach", f"refs/tags/{tag}", cwd=tree)
-    git("remote", "remove", "origin", cwd=tree)
+        "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+        f"file://{Path(mirror).absolute()}", f"+{ref}:{ref}", cwd=tree,
+    )  # fmt: skip
+    git("checkout", "--quiet", "--detach", ref, cwd=tree)
     git("config", "user.name", GIT_IDENTITY[0], cwd=tree)
     git("config", "user.email", GIT_IDENTITY[1], cwd=tree)
+    shutil.rmtree(tree / ".git" / "logs", ignore_errors=True)
     exclude_from_git(tree, TOOLING_FILES)
     (partial / PRISTINE_SHA).write_text(tag_sha(tree, tag) + "\n")
     shutil.rmtree(folder, ignore_errors=True)
