@@ -43,7 +43,7 @@ def attack_policy(project: Path, port: int, survivor: str, scenario: str = "demo
     results, state = project / "results", project / ".agentab"
     attacks = {
         "validator": f'echo \'print("{{\\"metrics\\": {{\\"tests_pass\\": true}}}}")\' '
-        f"> {project}/{scenario}/validators/tests.py",
+        f"> {project}/{scenario}/validators/behaviour.py",
         "measures": f"find {results} -name measures.json -o -name receipt.json "
         f"| xargs -r -n1 sh -c ': > \"$1\"' _",
         "mirror": f"find {state}/mirrors -name calc.py "
@@ -114,9 +114,9 @@ def attacks_that_worked(attacked: Attacked) -> dict[str, bool]:
     a process left, a visit, or in the run's own files a marker only a working attack puts there
     (never a text the attack's command already holds)."""
     project, scenario = attacked.project, attacked.scenario
-    shipped = REPO / "scenarios" / scenario / "validators" / "tests.py"
+    shipped = REPO / "scenarios" / scenario / "validators" / "behaviour.py"
     return {
-        "validator": digest(project / scenario / "validators" / "tests.py") != digest(shipped),
+        "validator": digest(project / scenario / "validators" / "behaviour.py") != digest(shipped),
         "measures": any(digest(path) != before for path, before in attacked.earlier.items()),
         "mirror": attacked.found(POISON[::-1]),
         "credentials": attacked.found(CANARY_KEY),
@@ -282,7 +282,7 @@ def secret():
 
 attempt("results", lambda: blank(f"{PROJECT}/{EARLIER}/measures.json"))
 attempt("secret", secret)
-attempt("validator", lambda: open(f"{PROJECT}/demo/validators/tests.py", "a").write("#"))
+attempt("validator", lambda: open(f"{PROJECT}/demo/validators/behaviour.py", "a").write("#"))
 attempt("mirror", lambda: sorted(os.listdir(f"{PROJECT}/.agentab/mirrors")))
 attempt("network", lambda: urllib.request.urlopen(f"http://127.0.0.1:{PORT}/", timeout=2).status)
 attempt("processes", lambda: [line for line in command_lines() if "snakemake" in line][:1])
@@ -326,7 +326,7 @@ def validator_attacks_that_worked(attacked: ValidatorAttacked) -> dict[str, bool
     project, reported = attacked.project, attacked.breaches()
     mirrors = set(os.listdir(project / ".agentab" / "mirrors"))
     secret = digest(project / "results" / "demo" / ".secret")
-    tests = digest(project / "demo" / "validators" / "tests.py")
+    tests = digest(project / "demo" / "validators" / "behaviour.py")
 
     def told(name: str, check) -> bool:
         return any(name in breaches and check(breaches[name]) for breaches in reported)
@@ -364,7 +364,7 @@ def validator_attacked_project(
         + f'\n[validators.evil]\nmode = "script"\nrun = ["validators/evil.py", "{project}", '
         f'"{port}", "{mark}", "{EARLIER_RUN}"]\n'
     )
-    tests_before = digest(project / "demo" / "validators" / "tests.py")
+    tests_before = digest(project / "demo" / "validators" / "behaviour.py")
     survivors: list[int] = []
     try:
         result = snakemake_in(project)

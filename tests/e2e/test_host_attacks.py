@@ -83,7 +83,7 @@ def attacked(tmp_path_factory, pi_installation) -> dict:
     marker = root / "host-marker"
     cells = {"git": git_attacks(marker, project / "demo"), **limit_probes()}
     scenario_with_cells(project, cells, limits=LIMITS)
-    validator = digest(project / "demo" / "validators" / "tests.py")
+    validator = digest(project / "demo" / "validators" / "behaviour.py")
     result = run_workflow(project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     runs = project / "results" / "demo" / "runs"
@@ -104,7 +104,10 @@ def test_git_settings_of_the_agent_run_in_its_sandbox_never_on_the_host(attacked
         assert f"{kind}-ran" in record["patch"]["files"], record["patch"]["files"]
     # Nothing ran on the host: no marker, the validator and the demo's files as they were.
     assert sorted(p.name for p in attacked["marker"].parent.glob("host-marker*")) == []
-    assert digest(attacked["project"] / "demo" / "validators" / "tests.py") == attacked["validator"]
+    assert (
+        digest(attacked["project"] / "demo" / "validators" / "behaviour.py")
+        == attacked["validator"]
+    )
     stream = attacked["runs"] / "git" / "r01" / "stream.jsonl"
     assert "Trying stream" in stream.read_text() and "zqforged" not in stream.read_text()
     # core.worktree pointed at a host folder: the patch carries none of its files.

@@ -226,7 +226,7 @@ def test_an_agent_that_edits_the_tests_scores_as_one_that_failed(tmp_path, pi_in
     # Scored with the tests given back as tagged: the broken take() fails them.
     assert measures["status"] == "valid", measures
     assert measures["metrics"]["suite_passes"] is False, measures["reasons"]
-    assert re.search(r"\d+ failed", measures["reasons"]["tests"]["suite_passes"])
+    assert re.search(r"\d+ of \d+ passed: .* failed", measures["reasons"]["tests"]["suite_passes"])
     assert measures["builtin"]["protected_edits"] == 2
     assert measures["protected_files"] == ["conftest.py", "tests/test_recipes.py"]
     synthesis = (project / "results" / SCENARIO / "synthesis.md").read_text()

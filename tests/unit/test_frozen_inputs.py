@@ -4,6 +4,7 @@ exactly the jobs that use them."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -33,9 +34,26 @@ def scenario(tmp_path: Path):
     (folder / "validators" / "hidden.txt").write_text("a hidden test\n")
     (folder / "validators" / "__pycache__").mkdir()
     (folder / "validators" / "__pycache__" / "tests.cpython-311.pyc").write_bytes(b"\0")
+    # The demo's tests as a script validator beside two others in one folder, as a user's are.
+    (folder / "validators" / "tests.py").write_text("#!/usr/bin/env python3\nprint('{}')\n")
+    (folder / "validators" / "tests.py").chmod(0o755)
     text = (folder / "scenario.toml").read_text()
-    (folder / "scenario.toml").write_text(text.replace('model = "demo" ', 'model = "fix.toml" ', 1))
+    text = re.sub(
+        r"(?ms)^\[validators\.tests\]\n.*?\n\n",
+        '[validators.tests]\nmode = "script"\nrun = ["validators/tests.py"]\n\n',
+        text.replace('model = "demo" ', 'model = "fix.toml" ', 1),
+    )
+    (folder / "scenario.toml").write_text(text)
     return load_scenario(folder / "scenario.toml", check_etalon=False)
+
+
+def test_a_tests_validator_reruns_for_its_hidden_tests_and_each_tasks():
+    scenario = load_scenario(REPO / "scenarios/more-itertools/scenario.toml", check_etalon=False)
+    (hidden,) = validator_inputs(scenario, scenario.validators["fixed"])
+    assert (hidden.kind, hidden.rel) == ("hidden", "validators/hidden")
+    params = validator_files_param(scenario, scenario.validators["fixed"])
+    assert list(params) == ["validators/hidden"]
+    assert validator_inputs(scenario, scenario.validators["tests"]) == ()
 
 
 def test_a_policy_file_is_served_from_its_frozen_copy_checked_against_its_hash(

@@ -142,8 +142,28 @@ CASES: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
         ("bricks/sk/SKILL.md", "[deltas.context.rule.skills]", "no name", "name: run-tests"),
     ),
     "validator script without its exec bit": (
-        lambda d: (d / "validators" / "tests.py").chmod(0o644),
-        ("validators/tests.py", "[validators.tests.run]", "not executable", "chmod +x /"),
+        lambda d: (d / "validators" / "behaviour.py").chmod(0o644),
+        ("validators/behaviour.py", "[validators.behaviour.run]", "not executable", "chmod +x /"),
+    ),
+    "tests validator with nothing to run": (
+        lambda d: edit(d, 'tests = ["test_calc.py"]\n', ""),
+        ("scenario.toml", "[validators.tests.tests]", "no tests to run", 'tests = ["tests"]'),
+    ),
+    "tests validator whose hidden folder is missing": (
+        lambda d: edit(d, 'runner = "unittest"', 'runner = "unittest"\nhidden = "nowhere"'),
+        ("scenario.toml", "[validators.tests.hidden]", "`nowhere` is not a folder", "hidden/tests"),
+    ),
+    "tests validator with an unknown runner": (
+        lambda d: edit(d, 'runner = "unittest"', 'runner = "nose"'),
+        ("scenario.toml", "[validators.tests.runner]", "nose"),
+    ),
+    "task whose hidden tests are missing": (
+        lambda d: edit(
+            d,
+            '[task]\nprompt_file = "task.md"',
+            '[tasks.one]\nprompt_file = "task.md"\nhidden_tests = "gone"',
+        ),
+        ("scenario.toml", "hidden_tests", "`gone` is not a folder"),
     ),
     "empty inline prompt": (
         lambda d: edit(d, 'prompt_file = "task.md"', 'prompt = "  \\n "'),

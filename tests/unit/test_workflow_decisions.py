@@ -43,7 +43,10 @@ def test_an_agent_runs_params_name_no_validator_and_differ_by_cell():
 def test_a_validators_params_are_its_own_table_and_files_only():
     flow = workflow(DEMO)
     tests = json.loads(flow.validator_params("demo", "tests"))
-    assert tests["validator"]["name"] == "tests" and list(tests["files"]) == ["validators/tests.py"]
+    assert tests["validator"]["name"] == "tests" and tests["files"] == {}  # agentab's own runner
+    assert tests["validator"]["tests"] == ["test_calc.py"] and "**/conftest.py" in tests["protect"]
+    behaviour = json.loads(flow.validator_params("demo", "behaviour"))
+    assert list(behaviour["files"]) == ["validators/behaviour.py"]
     assert flow.validator_params("demo", "tests") != flow.validator_params("demo", "scope")
     assert json.loads(flow.measure_params("demo"))["metrics"][0] == "tests_pass"
     assert flow.scored_validators("demo") == ["tests", "behaviour", "scope", "on_task"]

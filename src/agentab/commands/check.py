@@ -14,6 +14,7 @@ from agentab.commands.credentials_check import (
 from agentab.commands.etalon_checks import etalon_warnings, try_setup
 from agentab.confinement.limits import enforcement_here
 from agentab.errors import ScenarioError
+from agentab.etalon import RUNNER_FILES
 from agentab.run.policy_check import policy_edit_problems
 from agentab.scenario import Cell, Scenario, load_scenario
 from agentab.scenario.rules import check_scale
@@ -217,8 +218,7 @@ def render_matrix(scenario: Scenario, warnings: list[str]) -> str:
         f"thinking {agent.thinking} · timeout {agent.timeout_s:g}s",
         *limits_lines(scenario),
         f"metrics     {', '.join(scenario.metrics)}",
-        f"protect     {', '.join(scenario.protect) or 'nothing'} (given back as tagged to every "
-        "validator; docs/validators.md)",
+        *protect_lines(scenario),
         "validators  " + ", ".join(f"{s.name} ({s.mode})" for s in scenario.validators.values()),
         "",
         f"cells ({len(scenario.cells)}), reference: {scenario.reference}",
@@ -243,6 +243,19 @@ def render_matrix(scenario: Scenario, warnings: list[str]) -> str:
     lines += [f"warning     {warning}" for warning in warnings]
     lines += [f"receipt     {limit}" for limit in receipt_limits(scenario)]
     return "\n".join(lines)
+
+
+def protect_lines(scenario) -> list[str]:
+    """What every validator's checkout gets back as tagged: the scenario's own paths (or the
+    default), then what a test runner reads, which every scenario protects."""
+    declared = (scenario.raw.get("validation") or {}).get("protect")
+    own = [glob for glob in scenario.protect if glob not in RUNNER_FILES]
+    said = "" if declared is not None else " (the default: the scenario writes no protect)"
+    return [
+        f"protect     {', '.join(own) or 'nothing of its own'}{said}",
+        f"            and always what a test runner reads: {', '.join(RUNNER_FILES)}",
+        "            given back as tagged to every validator (docs/validators.md)",
+    ]
 
 
 def limits_lines(scenario: Scenario) -> list[str]:

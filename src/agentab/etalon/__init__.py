@@ -7,7 +7,14 @@ a validator's checkout back the paths that belong to the measurement. A run's ou
 etalon + `result.patch`.
 """
 
-from agentab.etalon.protect import Restored, is_protected, protected_files
+from agentab.etalon.protect import (
+    DEFAULT_PROTECT,
+    RUNNER_FILES,
+    Restored,
+    effective_protect,
+    is_protected,
+    protected_files,
+)
 from agentab.etalon.repository import (
     GIT_IDENTITY,
     PRISTINE_CHECKOUTS,
@@ -33,6 +40,9 @@ from agentab.etalon.repository import (
 from agentab.etalon.tree import PatchResult, TreeGit, patch_files
 
 __all__ = [
+    "DEFAULT_PROTECT",
+    "RUNNER_FILES",
+    "effective_protect",
     "GIT_IDENTITY",
     "PRISTINE_CHECKOUTS",
     "TOOLING_FILES",

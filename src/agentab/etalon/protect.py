@@ -26,6 +26,27 @@ from pathlib import Path, PurePosixPath
 from agentab.etalon.tree import TreeGit
 from agentab.files import folder_inside, write_inside
 
+# What a Python test runner reads besides the tests it is given, protected in every scenario
+# whatever its own `protect` says: its configuration (pytest's `addopts`, `-p`, `python_files`
+# in any of its files), every conftest.py, what the interpreter imports before any test
+# (sitecustomize, usercustomize, a .pth file), and any module its discovery would collect (a
+# new `test_é.py` that ends the interpreter, claiming success, on import).
+RUNNER_FILES = (
+    "**/conftest.py",
+    "pytest.ini",
+    ".pytest.ini",
+    "tox.ini",
+    "setup.cfg",
+    "pyproject.toml",
+    "**/sitecustomize.py",
+    "**/usercustomize.py",
+    "**/*.pth",
+    "**/test_*.py",
+    "**/*_test.py",
+)
+# `protect` of a scenario that writes none: the test folders of a Python project.
+DEFAULT_PROTECT = ("**/tests/**", "**/test/**")
+
 SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"
 
@@ -49,6 +70,13 @@ def _pattern(glob: str) -> re.Pattern:
         regex.append("".join({"*": "[^/]*", "?": "[^/]"}.get(c, re.escape(c)) for c in segment))
         regex.append("" if last else "/")
     return re.compile("".join(regex) + "$")
+
+
+def effective_protect(declared: list[str] | None) -> tuple[str, ...]:
+    """The paths that belong to the measurement: the scenario's `protect` (or, when it writes
+    none, the test folders of a Python project), and always what a test runner reads."""
+    own = DEFAULT_PROTECT if declared is None else tuple(declared)
+    return tuple(dict.fromkeys([*own, *RUNNER_FILES]))
 
 
 def is_protected(path: str, globs: tuple[str, ...] | list[str]) -> bool:

@@ -39,7 +39,7 @@ SKIPPED = ("__pycache__",)  # made by running a script by hand: not the validato
 class FrozenInput:
     """One input: what it is, how the scenario names it, where its source is, its hash."""
 
-    kind: str  # policy | rubric | schema | validator
+    kind: str  # policy | rubric | schema | validator | hidden
     rel: str  # as the scenario names it (a policy's name when shipped)
     path: Path  # its source: a file or folder of the scenario's, or the package's policy
     sha256: str
@@ -140,6 +140,10 @@ def hashed_inputs(scenario, spec) -> tuple[FrozenInput, ...]:
         return tuple(found)
     if spec.mode == "script" and (source := script_source(scenario, spec)) is not None:
         return (scenario_file(scenario, "validator", source),)
+    if spec.mode == "tests":  # its hidden tests, and every task's
+        hidden = [spec.options.get("hidden")] + [task.hidden_tests for task in scenario.tasks]
+        unique = dict.fromkeys(rel for rel in hidden if rel)
+        return tuple(scenario_file(scenario, "hidden", rel) for rel in unique)
     return ()
 
 

@@ -246,7 +246,7 @@ def _type_fix(path: list) -> str:
         "repetitions": "repetitions is an integer ≥ 1, e.g. repetitions = 10",
         "sample": "sample is an integer ≥ 1: how many runs a person labels, e.g. sample = 40",
         "thinking": "one of off, minimal, low, medium, high, xhigh, max",
-        "mode": 'mode is "script", "judge" or "form"',
+        "mode": 'mode is "script", "tests", "judge" or "form"',
         "name": "letters, digits, '.', '_' and '-' only (it names results/<name>/)",
         "stopping": 'stopping = "fixed" (the default) or stopping = "sequential"',
         "wave": "wave is an integer ≥ 1, the runs per cell in each wave, e.g. wave = 5",

@@ -33,9 +33,21 @@ class Task:
     name: str
     prompt: str
     tag: str = ""  # its own etalon tag; "" for the scenario's
+    # For a `mode = "tests"` validator alone: a folder of the scenario's laid over its checkout
+    # (tests the agent never sees), and the test ids that must go from failing to passing and
+    # those that must keep passing (a task mined from the repository's history has all three).
+    hidden_tests: str = ""
+    fail_to_pass: tuple[str, ...] = ()
+    pass_to_pass: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "tag": self.tag} if self.tag else {"name": self.name}
+        shown = {"name": self.name, "tag": self.tag} if self.tag else {"name": self.name}
+        if self.hidden_tests:
+            shown["hidden_tests"] = self.hidden_tests
+        if self.fail_to_pass or self.pass_to_pass:
+            shown["fail_to_pass"] = list(self.fail_to_pass)
+            shown["pass_to_pass"] = list(self.pass_to_pass)
+        return shown
 
 
 def read_tasks(data: dict, sc_dir: Path, sink: Collector, check: bool) -> tuple[str, list[Task]]:
@@ -80,7 +92,24 @@ def read_tasks(data: dict, sc_dir: Path, sink: Collector, check: bool) -> tuple[
         prompt = task_prompt(owner, sc_dir, key, sink, check)
         if prompt is None and not (set(TASK_KEYS) & set(owner)):
             sink.add(key, f"task `{name}` has no prompt", f'add prompt = "..." to [{key}]')
-        tasks.append(Task(name=name, prompt=prompt or "", tag=owner.get("tag", "")))
+        hidden = owner.get("hidden_tests", "")
+        if hidden and check and not (sc_dir / hidden).is_dir():
+            sink.add(
+                f"{key}.hidden_tests",
+                f"`{hidden}` is not a folder beside the scenario",
+                "point hidden_tests at the folder of the task's hidden tests, laid out as the "
+                "repository's paths (hidden/tests/test_x.py is laid at tests/test_x.py)",
+            )
+        tasks.append(
+            Task(
+                name=name,
+                prompt=prompt or "",
+                tag=owner.get("tag", ""),
+                hidden_tests=hidden,
+                fail_to_pass=tuple(owner.get("fail_to_pass", ())),
+                pass_to_pass=tuple(owner.get("pass_to_pass", ())),
+            )
+        )
     return "", tasks
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agentab.confinement.limits import Limits
 from agentab.errors import ScenarioError, problem
+from agentab.etalon.protect import effective_protect
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,10 @@ class Scenario:
             )
         )
 
+    def task_of(self, cell: Cell):
+        """The `[tasks.<name>]` a run cell runs (`scenario.tasks.Task`), or None."""
+        return next((task for task in self.tasks if task.name == cell.task), None)
+
     def etalon_for(self, cell: Cell) -> Etalon:
         """The etalon a run of this (run) cell clones: its task's own tag, if it has one."""
         return replace(self.etalon, tag=cell.tag) if cell.tag else self.etalon
@@ -186,8 +191,9 @@ class Scenario:
 
     @property
     def protect(self) -> tuple[str, ...]:
-        """`[validation] protect`: the etalon's paths that belong to the measurement."""
-        return tuple((self.raw.get("validation") or {}).get("protect") or ())
+        """The etalon's paths that belong to the measurement: `[validation] protect` (or a
+        Python project's test folders when it has none) and what a test runner reads."""
+        return effective_protect((self.raw.get("validation") or {}).get("protect"))
 
     @property
     def limits(self) -> Limits | None:

@@ -40,7 +40,13 @@ def check_validators(data: dict, sc_dir: Path, sink: Collector, check: bool) -> 
                 check_rubric(spec, sc_dir, key, sink)
             for metric in sorted(judge_metrics(spec, sc_dir, key, sink, check)):
                 claim_metric(metric, name, f"{key}.schema_file", producers, sink)
-    judges = dict(producers)  # before the forms claim theirs
+    judges = dict(producers)  # before the tests validators and the forms claim theirs
+    for name, spec in data.get("validators", {}).items():
+        if spec.get("mode") == "tests":
+            key = f"validators.{name}"
+            check_tests(spec, data, sc_dir, key, sink, check)
+            for metric in tests_metrics(spec, data):
+                claim_metric(metric, name, key, producers, sink)
     for name, spec in data.get("validators", {}).items():
         if spec.get("mode") == "form":
             check_form_fills(name, spec, data, producers, sink)
@@ -49,7 +55,7 @@ def check_validators(data: dict, sc_dir: Path, sink: Collector, check: bool) -> 
         sink.add(
             "validators",
             "the scenario declares no validator, so no run could be scored",
-            "add a [validators.<name>] table (mode script, judge or form)",
+            "add a [validators.<name>] table (mode script, tests, judge or form)",
         )
 
 
@@ -64,6 +70,45 @@ def claim_metric(metric: str, name: str, key: str, producers: dict, sink: Collec
         )
         return
     producers[metric] = name
+
+
+def tasks_with_ids(data: dict) -> list[str]:
+    return [
+        name
+        for name, task in (data.get("tasks") or {}).items()
+        if task.get("fail_to_pass") or task.get("pass_to_pass")
+    ]
+
+
+def tests_metrics(spec: dict, data: dict) -> list[str]:
+    """What a tests validator returns: its metric, and with tasks that name their tests, whether
+    those that must go from failing to passing did and those that must keep passing did."""
+    named = ["fail_to_pass", "pass_to_pass"] if tasks_with_ids(data) else []
+    return [spec.get("metric", "tests_pass"), *named]
+
+
+def check_tests(spec: dict, data: dict, sc_dir: Path, key: str, sink: Collector, check: bool):
+    """A tests validator has tests to run for every task, and its hidden folder exists."""
+    hidden = spec.get("hidden")
+    if check and hidden and not (sc_dir / hidden).is_dir():
+        sink.add(
+            f"{key}.hidden",
+            f"`{hidden}` is not a folder beside the scenario",
+            "point hidden at the folder of tests the agent never sees, laid out as the "
+            "repository's paths (hidden/tests/test_x.py is laid at tests/test_x.py)",
+        )
+    if spec.get("tests"):
+        return
+    tasks = data.get("tasks") or {}
+    without = [name for name in tasks if name not in tasks_with_ids(data)] if tasks else [""]
+    if without:
+        which = f"task `{without[0]}` names" if without[0] else "the scenario's task names"
+        sink.add(
+            f"{key}.tests",
+            f"the tests validator has no tests to run: it has no `tests` and {which} none",
+            'add tests = ["tests"] (files or folders of the etalon), or fail_to_pass and '
+            "pass_to_pass to every [tasks.<name>]",
+        )
 
 
 def check_script(spec: dict, sc_dir: Path, key: str, sink: Collector) -> None:

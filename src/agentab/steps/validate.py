@@ -13,7 +13,7 @@ from agentab.confinement.bwrap import BWRAP, MODES, require_sandbox
 from agentab.layout import run_id
 from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step
-from agentab.validators import judge_settings_from_config
+from agentab.validators import RUNS_RUN_CODE, judge_settings_from_config
 from agentab.validators.validation import ValidationFiles, validate_run
 
 FILE_OPTIONS = {
@@ -46,7 +46,7 @@ def build(parser) -> None:
 def act(args) -> int:
     scenario = load_scenario_for_step(args.scenario, check_bricks=False)
     spec = scenario.validators[args.validator]
-    if spec.mode == "script":
+    if spec.mode in RUNS_RUN_CODE:
         require_sandbox(args.confinement)
     files = ValidationFiles(
         record=args.record,

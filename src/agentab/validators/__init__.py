@@ -33,6 +33,11 @@ DEFAULT_JUDGE_ATTEMPTS = 5
 DEFAULT_JUDGE_BACKOFF_S = 2.0
 DEFAULT_JUDGE_BACKOFF_MAX_S = 60.0
 
+# The modes whose process runs the run's code (its tests): confined, under the run's limits,
+# in a checkout whose protected paths are given back; and the module each mode's job lives in.
+RUNS_RUN_CODE = frozenset({"script", "tests"})
+MODE_MODULES = {"script": "script", "judge": "judge", "tests": "tests_mode"}
+
 # A validator's own time limit when its scenario table sets none.
 DEFAULT_TIMEOUT_S = 300.0
 

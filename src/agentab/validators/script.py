@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentab.confinement.bwrap import NONE, View
 from agentab.confinement.endpoint import Sandbox
@@ -97,20 +99,58 @@ def run_script(job: ValidatorJob) -> dict:
 
 
 def _run_script(job: ValidatorJob) -> dict:
-    name = job.spec.name
+    argv = script_argv(job)
+    script = copy_of_script(job) if job.confinement != NONE else None
+    if script is not None:
+        argv[0] = str(script)
+    ran = run_confined(job, argv, script.parent if script else None, "script")
+    if isinstance(ran, dict):
+        return ran
+    if ran.result.timed_out:
+        return invalid_output(job.name, "script", f"timed out after {ran.timeout:g}s")
+    if ran.result.exit_code != 0:
+        return invalid_output(job.name, "script", f"exit status {ran.exit_text()}")
+    if ran.stdout.stat().st_size > MAX_OUTPUT_BYTES:
+        return invalid_output(
+            job.name,
+            "script",
+            f"printed more than {MAX_OUTPUT_BYTES} bytes; metrics are a small JSON",
+        )
+    return parse_script_output(job.name, ran.stdout.read_bytes().decode(errors="replace"))
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A confined validator process that ran: how it ended, where its output is."""
+
+    result: Any  # run.process's result: exit_code, timed_out
+    reached: list[str]  # the run's limits it reached
+    stdout: Path
+    stderr: Path
+    timeout: float
+
+    def exit_text(self) -> str:
+        """`N (it reached …): <its last error line>`, for a reason a person reads."""
+        tail = read_tail(self.stderr).decode(errors="replace").strip().splitlines()
+        last = (tail or ["(no error output)"])[-1]
+        said = f" (it reached the run's limit: {', '.join(self.reached)})" if self.reached else ""
+        return f"{self.result.exit_code}{said}: {last[:SHOWN_OUTPUT_CHARS]}"
+
+
+def run_confined(job: ValidatorJob, argv: list[str], folder: Path | None, mode: str) -> Ran | dict:
+    """Run a validator's process in its sandbox (`folder`, its own files, read-only), under the
+    run's limits: it runs the run's code. Returns how it ended, or the invalid output of a
+    process that could not start."""
     timeout = validator_timeout_s(job.spec)
-    argv, env, cwd, sandbox = script_argv(job), script_env(job), job.workdir, None
+    env, cwd, sandbox = script_env(job), job.workdir, None
     if job.confinement != NONE:
-        script = copy_of_script(job)
-        argv[0] = str(script) if script else argv[0]
-        view = script_view(job, script.parent if script else None)
+        view = script_view(job, folder)
         seen_from_inside(job.context_path, view)
         argv = [view.inside(arg) for arg in argv]
         env = {key: view.inside(value) for key, value in env.items()}
         cwd, sandbox = Path(view.cwd), Sandbox(view)
     stdout_path = job.audit_dir / "stdout.txt"
     stderr_path = job.audit_dir / "stderr.txt"
-    # The script runs the run's code (its tests): the run's limits hold there too.
     limits = RunLimits(job.limits, cgroup_place()) if job.limits else contextlib.nullcontext()
     with limits as capped:
         try:
@@ -127,22 +167,9 @@ def _run_script(job: ValidatorJob) -> dict:
                 limits=capped,
             )
         except CannotStart as error:
-            return invalid_output(name, "script", str(error))
+            return invalid_output(job.name, mode, str(error))
         reached = capped.reached() if capped else []
-    if result.timed_out:
-        return invalid_output(name, "script", f"timed out after {timeout:g}s")
-    if result.exit_code != 0:
-        tail = read_tail(stderr_path).decode(errors="replace").strip().splitlines()
-        last = (tail or ["(no error output)"])[-1]
-        said = f" (it reached the run's limit: {', '.join(reached)})" if reached else ""
-        return invalid_output(
-            name, "script", f"exit status {result.exit_code}{said}: {last[:SHOWN_OUTPUT_CHARS]}"
-        )
-    if stdout_path.stat().st_size > MAX_OUTPUT_BYTES:
-        return invalid_output(
-            name, "script", f"printed more than {MAX_OUTPUT_BYTES} bytes; metrics are a small JSON"
-        )
-    return parse_script_output(name, stdout_path.read_bytes().decode(errors="replace"))
+    return Ran(result, reached, stdout_path, stderr_path, timeout)
 
 
 def bound_audit(job: ValidatorJob) -> None:

@@ -21,7 +21,7 @@ from agentab.layout import RunFolder
 from agentab.run.frozen_inputs import inputs_view, validator_inputs
 from agentab.run.process import end_stale_twin
 from agentab.run.setup import run_setup
-from agentab.validators import JudgeSettings, invalid_output, prepare_job
+from agentab.validators import RUNS_RUN_CODE, JudgeSettings, invalid_output, prepare_job
 from agentab.validators.context import build_context
 
 
@@ -63,6 +63,8 @@ def validate_run(
     context = build_context(record, files.patch.read_bytes(), cell.prompt, secret)
     scratch = work_root.absolute() / secrets.token_hex(10)
     location, tag = scenario.etalon.location, scenario.etalon_for(cell).tag
+    task = scenario.task_of(cell)
+    protect = scenario.protect + validator_protect(spec, task)
 
     def set_up(checkout: Path) -> None:
         # On the etalon as tagged, before the run's patch: nothing the agent wrote ever runs
@@ -89,7 +91,7 @@ def validate_run(
                 workdir,
                 mirrors_dir.absolute(),
                 before_patch=set_up,
-                protect=scenario.protect,
+                protect=protect,
                 touched=context["changed_files"],
             ),  # fmt: skip
             settings=settings,
@@ -101,10 +103,10 @@ def validate_run(
         inputs = validator_inputs(scenario, spec)
         store = RunFolder(files.record.parent).results.inputs
         job.scenario_dir = inputs_view(inputs, store, scratch / "frozen")
-        if spec.mode == "script":  # a judge gets no checkout
+        if spec.mode in RUNS_RUN_CODE:  # a judge gets no checkout
             job.path = scenario.etalon.path
             job.limits = scenario.limits
-        output = run_validator(job)
+        output = run_validator(job, task)
         output["inputs"] = [item.as_dict() for item in inputs]  # the hashes it used
         if job.restored is not None and (job.restored.restored or job.restored.removed):
             # What the validator scored is etalon + patch with the tests given back: say so.
@@ -120,7 +122,22 @@ def validate_run(
     return output
 
 
-def run_validator(job) -> dict:
+def validator_protect(spec, task) -> tuple[str, ...]:
+    """What a validator's checkout gets back as tagged beyond the scenario's `protect`: a tests
+    validator's targets (a folder with everything in it). Its hidden tests replace whatever
+    stands at their paths when they are laid in."""
+    if spec.mode != "tests":
+        return ()
+    from agentab.validators.tests_mode import targets_of
+
+    return tuple(targets_of(spec, task))
+
+
+def run_validator(job, task=None) -> dict:
+    if job.spec.mode == "tests":
+        from agentab.validators.tests_mode import run_tests
+
+        return run_tests(job, task)
     if job.spec.mode == "script":
         from agentab.validators.script import run_script
 

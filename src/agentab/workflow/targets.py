@@ -29,7 +29,7 @@ from agentab.run.frozen_inputs import agent_inputs, validator_files_param
 from agentab.run.policy_check import policy_edit_problems
 from agentab.run.recording_proxy import endpoint_for
 from agentab.scenario import Scenario, load_scenario
-from agentab.validators import CONFIG_KEYS, validator_timeout_s
+from agentab.validators import CONFIG_KEYS, MODE_MODULES, RUNS_RUN_CODE, validator_timeout_s
 
 # The package files that decide the synthesis: editing one reruns only the synthesis.
 # Besides every module of agentab/synthesis/: it was a list of some of them, and modules added
@@ -214,9 +214,11 @@ class Workflow:
                 decided = {"validator": spec.as_dict(), "files": files}
                 if sc.etalon.setup or sc.etalon.path:  # its checkout is set up too
                     decided["etalon"] = sc.etalon.as_param()
-                if spec.mode == "script":  # its checkout, and the run's code in it
+                if spec.mode in RUNS_RUN_CODE:  # its checkout, and the run's code in it
                     decided["protect"] = list(sc.protect)
                     decided["limits"] = _limits_param(sc)
+                if spec.mode == "tests" and sc.tasks:  # each task's tests to run
+                    decided["tasks"] = [task.as_dict() for task in sc.tasks]
                 limit = validator_timeout_s(spec) + setup_time_s(sc.etalon)
                 table[name, validator] = (as_param(decided), _minutes_with_margin(limit))
         return table
@@ -229,7 +231,11 @@ class Workflow:
         return sorted(
             {"agentab.steps.run", "agentab.steps.validate", "agentab.steps.measure"}
             | {f"agentab.harnesses.{module_name(c.agent.harness)}" for c in cells}
-            | {f"agentab.validators.{s.mode}" for s in specs if s.mode in ("script", "judge")}
+            | {
+                f"agentab.validators.{MODE_MODULES[s.mode]}"
+                for s in specs
+                if s.mode in MODE_MODULES
+            }
         )
 
     def scored_validators(self, scenario: str) -> list[str]:

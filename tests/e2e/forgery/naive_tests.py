@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""tests_pass: the etalon's own test suite passes on the run's result, judged by the report.
+"""The positive control of tests/e2e/test_forged_reports.py: the demo's script validator as it
+was before `mode = "tests"`, which judged by a report the test process wrote. Each forgery that
+fools it is live; `mode = "tests"` must not be fooled. Returns `naive_pass` (an extra).
+
+Its own words, then:
 
 The exit status alone is not evidence: code the agent wrote runs in the test process, and a
 `calc.py` that registers `atexit(os._exit, 0)`, or a new `test_x.py` that calls `os._exit(0)`
@@ -57,4 +61,4 @@ with tempfile.TemporaryDirectory() as folder:
     except (OSError, ValueError):
         report = None
 passed, reason = verdict(report, done.returncode)
-print(json.dumps({"metrics": {"tests_pass": passed}, "reasons": {"tests_pass": reason}}))
+print(json.dumps({"metrics": {"naive_pass": passed}, "reasons": {"naive_pass": reason}}))

@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""bug_fixed and suite_passes, scored on the run's own code in its own checkout.
+"""The positive control of tests/e2e/test_forged_reports_real.py: more-itertools' script
+validator as it was before `mode = "tests"`, judged by pytest's JUnit report, which the run's
+code can write. Returns `naive_fixed` and `naive_suite` (extras). Its own words, then:
+
+bug_fixed and suite_passes, scored on the run's own code in its own checkout.
 
 Runs with the Python the etalon's setup made (`[etalon] path` comes first on this validator's
 PATH). `bug_fixed` runs a test the agent never saw (hidden/, beside this file), and checks that
@@ -20,7 +24,7 @@ import tempfile
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-HIDDEN = Path(__file__).resolve().parent / "hidden" / "test_partition_none.py"
+HIDDEN = Path(__file__).resolve().parent / "hidden" / "tests" / "test_partition_none.py"
 
 context = json.loads(Path(sys.argv[1]).read_text())
 workdir = Path(context["workdir"])
@@ -70,8 +74,8 @@ suite, suite_why = pytest_run("tests")
 print(
     json.dumps(
         {
-            "metrics": {"bug_fixed": fixed, "suite_passes": suite},
-            "reasons": {"bug_fixed": fixed_why, "suite_passes": suite_why},
+            "metrics": {"naive_fixed": fixed, "naive_suite": suite},
+            "reasons": {"naive_fixed": fixed_why, "naive_suite": suite_why},
         }
     )
 )
