@@ -101,7 +101,7 @@ def test_methods(node: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> list[s
     return list(dict.fromkeys(names + own))
 
 
-def tests_in(source: str, path: str, runner: str) -> list[str]:
+def collected_tests(source: str, path: str, runner: str) -> list[str]:
     """The tests of a file as its runner collects them by default: unittest the test methods of
     TestCase classes; pytest those, `test*` functions and `Test*` classes without `__init__`."""
     tree = ast.parse(source, filename=path)
@@ -162,7 +162,7 @@ def expect_and_guard(root, files: list[str], runner: str) -> Expected:
     expected = Expected()
     for path in files:
         try:
-            expected.tests[path] = tests_in(read_tagged_file(root, path), path, runner)
+            expected.tests[path] = collected_tests(read_tagged_file(root, path), path, runner)
         except (OSError, ValueError, SyntaxError) as error:
             expected.unreadable[path] = f"{type(error).__name__}: {error}"
             continue
