@@ -103,7 +103,7 @@ def time_judge_calls(waits: list[dict]) -> None:
 
     run_validator = validation.run_validator
 
-    def timed_validator(job):
+    def timed_validator(job, *rest):
         if job.spec.mode == "judge":
             import agentab.validators.judge as judge
 
@@ -117,7 +117,7 @@ def time_judge_calls(waits: list[dict]) -> None:
                     waits.append({"what": "judge", "s": time.perf_counter() - start})
 
             judge._verdict_with_retries = timed_ask
-        return run_validator(job)
+        return run_validator(job, *rest)
 
     validation.run_validator = timed_validator
 

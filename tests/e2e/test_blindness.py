@@ -67,8 +67,9 @@ thinking = "high"
 metrics = ["tests_pass", "blind"]
 
 [validators.tests]
-mode = "script"
-run = ["validators/tests.py"]
+mode = "tests"
+runner = "unittest"
+tests = ["test_calc.py"]
 
 [validators.behaviour]
 mode = "script"

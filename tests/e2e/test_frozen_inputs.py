@@ -51,16 +51,21 @@ policy = ["shipped", "file"]
 model = "policies/fix.toml"
 
 [validation]
-metrics = ["tests_pass", "on_task"]
+metrics = ["tests_pass", "on_task", "scope_clean"]
 protect = ["test_*.py"]
 
 [validators.tests]
-mode = "script"
-run = ["validators/tests.py"]
+mode = "tests"
+runner = "unittest"
+tests = ["test_calc.py"]
 
 [validators.behaviour]
 mode = "script"
 run = ["validators/behaviour.py"]
+
+[validators.scope]
+mode = "script"
+run = ["validators/scope.py", "calc.py"]
 
 [validators.on_task]
 mode = "judge"
@@ -129,7 +134,7 @@ def test_editing_a_policy_or_a_rubric_reruns_exactly_what_used_it(tmp_path, pi_i
     # The policy file: its cell's run, and what follows it; never the other cell's.
     policy.write_text(policy.read_text().replace("len(values) + 1", "len(values) * 1"))
     counts, jobs = planned(project)
-    assert counts == {"run_agent": 1, "validate_run": 3, "measure_run": 1, "synthesize": 1,
+    assert counts == {"run_agent": 1, "validate_run": 4, "measure_run": 1, "synthesize": 1,
                       "report": 1}  # fmt: skip
     (agent,) = [job for job in jobs if job[0] == "run_agent"]
     assert "cell=file" in agent[1] and agent[2].startswith("Params have changed")
@@ -157,19 +162,23 @@ def test_editing_a_policy_or_a_rubric_reruns_exactly_what_used_it(tmp_path, pi_i
         judged = {i["rel"]: i["sha256"] for i in output_of(project, run, "on_task")["inputs"]}
         assert judged["rubrics/on_task.md"] == sha256(rubric)
 
-    # A file of a validator's own folder (a hidden test, a helper): every validator that sees
-    # that folder; editing one validator's script reruns that validator alone.
+    # A file of a validator's own folder (a helper): every script validator that sees that
+    # folder, never the tests validator (agentab runs the tests; it reads no validator file);
+    # editing one validator's script reruns that validator alone.
     helper = project / "demo" / "validators" / "helper.txt"
     helper.write_text("used by the validators of this folder\n")
     counts, jobs = planned(project)
     assert counts == {"validate_run": 4, "measure_run": 2, "synthesize": 1, "report": 1}
     assert {job[1].split("validator=")[1] for job in jobs if job[0] == "validate_run"} == {
-        "tests",
         "behaviour",
+        "scope",
     }
     assert snakemake(project).returncode == 0
-    folder = output_of(project, FILE, "tests")["inputs"]
+    folder = output_of(project, FILE, "behaviour")["inputs"]
     assert [(i["kind"], i["rel"]) for i in folder] == [("validator", "validators")]
+    assert all(
+        i["kind"] != "validator" for i in output_of(project, FILE, "tests").get("inputs", [])
+    )
     script = project / "demo" / "validators" / "behaviour.py"
     script.write_text(script.read_text() + "\n# clearer wording\n")
     counts, jobs = planned(project)

@@ -15,9 +15,9 @@ from agentab.validators.tests_collect import (
     UNITTEST,
     Expected,
     Sentinels,
+    collected_tests,
     expect_and_guard,
     target_files,
-    collected_tests,
 )
 from agentab.validators.tests_report import FORGED, judge_report, summary
 

@@ -288,10 +288,12 @@ def make_pristine_checkout(mirror: Path, tag: str, folder: Path) -> None:
     git("config", "core.logAllRefUpdates", "false", cwd=tree)
     # A fetch, not a clone: a clone takes every tag, branch and object of the mirror (a local
     # clone even links its whole object store); the pack protocol sends the objects the tag
-    # reaches, and nothing else. No FETCH_HEAD is written: it would name the mirror.
+    # reaches, and nothing else. No FETCH_HEAD is written: it would name the mirror. The
+    # objects stay one pack (git unpacks a small fetch into loose files: more for every run
+    # to copy).
     ref = f"refs/tags/{tag}"
     git(
-        "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+        "-c", "fetch.unpackLimit=1", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
         f"file://{Path(mirror).absolute()}", f"+{ref}:{ref}", cwd=tree,
     )  # fmt: skip
     git("checkout", "--quiet", "--detach", ref, cwd=tree)
