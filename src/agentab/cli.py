@@ -13,7 +13,7 @@ import sys
 
 from agentab.errors import AgentabError, storage_error
 
-COMMANDS = ("check", "synthesize", "plan", "form", "report", "runs", "redo", "sandbox")
+COMMANDS = ("check", "synthesize", "plan", "form", "report", "runs", "redo", "sandbox", "tasks")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from agentab.files import write_inside
 from agentab.validators import ValidatorJob, invalid_output, validator_output
 from agentab.validators.script import run_confined, script_home
 from agentab.validators.tests_collect import PYTEST, expect_and_guard, target_files
-from agentab.validators.tests_report import judge_report, summary
+from agentab.validators.tests_report import Verdict, judge_report, summary
 
 MODE = "tests"
 DEFAULT_METRIC = "tests_pass"
@@ -124,9 +125,20 @@ def started(report: Path) -> bool:
         return False
 
 
-def run_tests(job: ValidatorJob, task: Any = None) -> dict:
+@dataclass(frozen=True)
+class RanTests:
+    """What one confined run of the tests gave: each expected test's outcome, and the ids the
+    task names (empty when it names none: then every test of the targets counts)."""
+
+    verdict: Verdict
+    tests: list[str]
+    failing: list[str]
+    passing: list[str]
+
+
+def run_and_judge(job: ValidatorJob, task: Any = None) -> RanTests | dict:
     """Lay the hidden tests in, count the targets' tests, add the sentinels, run the runner
-    confined, and judge its report."""
+    confined, and judge its report; or the invalid output of a run that cannot be scored."""
     options, name = job.spec.options, job.name
     runner = options["runner"]
     hidden = [job.scenario_dir / rel for rel in hidden_sources(job.spec, task)]
@@ -157,13 +169,24 @@ def run_tests(job: ValidatorJob, task: Any = None) -> dict:
     verdict = judge_report(report, expected, tests, ran.result.exit_code, timed_out)
     if verdict.forged:
         return invalid_output(name, MODE, verdict.forged)
-    metric = str(options.get("metric", DEFAULT_METRIC))
-    explicit = bool(failing or passing)
+    return RanTests(verdict, tests, failing, passing)
+
+
+def run_tests(job: ValidatorJob, task: Any = None) -> dict:
+    """The validator's output: its metric, and with a task that names its tests, fail_to_pass
+    and pass_to_pass."""
+    ran = run_and_judge(job, task)
+    if isinstance(ran, dict):
+        return ran
+    metric = str(job.spec.options.get("metric", DEFAULT_METRIC))
+    explicit = bool(ran.failing or ran.passing)
     metrics, reasons = {}, {}
-    metrics[metric], reasons[metric] = summary(verdict, tests, skip_passes=not explicit)
+    metrics[metric], reasons[metric] = summary(ran.verdict, ran.tests, skip_passes=not explicit)
     if explicit:
-        metrics["fail_to_pass"], reasons["fail_to_pass"] = summary(verdict, failing)
+        metrics["fail_to_pass"], reasons["fail_to_pass"] = summary(ran.verdict, ran.failing)
         metrics["pass_to_pass"], reasons["pass_to_pass"] = (
-            summary(verdict, passing) if passing else (True, "no other test to keep passing")
+            summary(ran.verdict, ran.passing)
+            if ran.passing
+            else (True, "no other test to keep passing")
         )
-    return validator_output(name, MODE, metrics, reasons)
+    return validator_output(job.name, MODE, metrics, reasons)
