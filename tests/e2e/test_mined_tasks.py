@@ -121,7 +121,7 @@ def test_the_mined_tasks_run_end_to_end_and_the_fix_is_established(
     config.write_text(config.read_text().replace("demo/scenario.toml", "mined/scenario.toml"))
     result = snakemake(project, timeout=1200)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    results = project / "results" / "shop"
+    results = project / "results" / "mined"
     runs = list((results / "runs").glob("*/r*/measures.json"))
     measures = [json.loads(path.read_text()) for path in runs]
     assert len(measures) == 2 * 2 * 5 and all(m["status"] == "valid" for m in measures)

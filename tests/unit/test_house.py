@@ -18,7 +18,7 @@ LAYERS = [
     {"scenario"},
     {"run"},
     {"validators"},
-    {"synthesis"},
+    {"mining", "synthesis"},
     {"workflow"},
     {"report"},
     {"commands"},

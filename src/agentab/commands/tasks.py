@@ -116,7 +116,7 @@ def run(args) -> int:
         limit=args.limit,
         repeats=args.repeats,
         issues=read_issues(args.issues) if args.issues else {},
-        name=repo_stem(args.repo),
+        name=repo_stem(out.name),  # the scenario's name, so its results/<name>
     )
     if args.dry_run:
         return dry_run(request, out, settings)
@@ -156,10 +156,14 @@ def settings_from(args) -> Settings:
         scenario = load_scenario(args.scenario, check_etalon=False, check_bricks=False)
         etalon, limits = scenario.etalon, scenario.limits
         protect = (scenario.raw.get("validation") or {}).get("protect")
-        tests = next((s for s in scenario.validators.values() if s.mode == "tests"), None)
-        if tests is not None:
-            runner = runner or tests.options["runner"]
-            suite += [path for path in tests.options.get("tests", ()) if path not in suite]
+        # The project's own suite: what its tests validators run of the tag (a validator with
+        # hidden tests runs tests the history does not have).
+        own = [s for s in scenario.validators.values() if s.mode == "tests"]
+        if own:
+            runner = runner or own[0].options["runner"]
+        for spec in own:
+            if not spec.options.get("hidden"):
+                suite += [path for path in spec.options.get("tests", ()) if path not in suite]
     if args.setup or args.path:
         from agentab.scenario.types import Etalon
 
