@@ -22,7 +22,13 @@ from agentab.mining.history import (
     task_name,
     why_not_a_candidate,
 )
-from agentab.mining.output import Mined, prompt_for, write_record, write_tasks
+from agentab.mining.output import (
+    Mined,
+    clear_earlier_mining,
+    prompt_for,
+    write_record,
+    write_tasks,
+)
 from agentab.mining.trial import Settings, Side, try_side
 from agentab.mining.workspace import BUNDLE, MiningRepo
 from agentab.validators.tests_collect import matches_runner
@@ -69,6 +75,7 @@ def runner_targets(commit: Commit, runner: str) -> list[str]:
 
 
 def mine(request: Request, out: Path, settings: Settings, progress: Progress) -> Outcome:
+    clear_earlier_mining(out)
     repo = MiningRepo(out)
     repo.copy_from(request.source)
     since = resolve(repo.bare, request.since, "--since")

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentab.errors import AgentabError, problem
 from agentab.mining.decide import Decision
 from agentab.mining.history import Commit, is_test
 from agentab.mining.workspace import BUNDLE, MiningRepo
@@ -169,7 +172,7 @@ def fix_policy(tasks: list[Mined], repo: MiningRepo) -> str:
             if is_test(path):
                 continue
             if status == "D":
-                action = f'action = "run"\ncommand = {toml_string(f"rm -f -- {path}")}'
+                action = f'action = "run"\ncommand = {toml_string(f"rm -f -- {shlex.quote(path)}")}'
             else:
                 content = repo.file_at(task.commit.sha, path).decode("utf-8", "replace")
                 action = f'action = "write"\npath = {toml_string(path)}\ncontent = {toml_string(content)}'
@@ -216,6 +219,32 @@ def write_tasks(out: Path, name: str, source: str, tasks: list[Mined], settings)
     (out / "policies").mkdir(exist_ok=True)
     (out / "policies" / "fix.toml").write_text(fix_policy(tasks, MiningRepo(out)), "utf-8")
     (out / "policies" / "nofix.toml").write_text(NOFIX_POLICY, encoding="utf-8")
+
+
+WRITTEN = ("scenario.toml", "tasks.toml", "mined.json", "mined.bundle", "prompts", "hidden",
+           "policies", ".mining")  # fmt: skip
+
+
+def clear_earlier_mining(out: Path) -> None:
+    """Make `out` ready for a new mining: the files an earlier one wrote there are removed (a
+    dropped task's hidden tests must not outlive it); a folder of anything else is refused."""
+    if not out.exists() or not any(out.iterdir()):
+        return
+    if not (out / "mined.json").is_file() and not (out / ".mining").is_dir():
+        raise AgentabError(
+            problem(
+                out,
+                "--out",
+                "is a folder that holds other files than a mining's",
+                "give --out a new folder, or the folder of an earlier mining",
+            )  # fmt: skip
+        )
+    for name in WRITTEN:
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
 
 
 def write_record(out: Path, record: dict) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from agentab.errors import AgentabError, problem
 from agentab.etalon.repository import git
 from agentab.mining.history import Commit, is_test
 
@@ -33,7 +34,17 @@ class MiningRepo:
         """A fresh bare clone: a tag an earlier mining made is never taken for the user's."""
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
-        git("clone", "--bare", "--quiet", "--no-hardlinks", source, str(self.bare))
+        try:
+            git("clone", "--bare", "--quiet", "--no-hardlinks", source, str(self.bare))
+        except AgentabError as error:
+            raise AgentabError(
+                problem(
+                    source,
+                    "REPO",
+                    f"is not a git repository git can read ({error})",
+                    "give a git repository: a folder with its .git, a bundle or a URL",
+                )  # fmt: skip
+            ) from None
 
     @property
     def location(self) -> str:
@@ -81,7 +92,6 @@ def git_bytes(repo: Path, *args: str) -> bytes:
     """git's output as bytes: a file or a patch is not always text."""
     import subprocess
 
-    from agentab.errors import AgentabError
     from agentab.etalon.repository import git_env
 
     result = subprocess.run(
