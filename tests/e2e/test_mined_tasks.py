@@ -135,3 +135,8 @@ def test_the_mined_tasks_run_end_to_end_and_the_fix_is_established(
         if (row["metric"], row["cell"], row["task"]) == ("resolved", "fix", "all")
     )  # fmt: skip
     assert resolved["verdict"] == "established", resolved
+    # Every run of every task resolved against none: pass^5, beside the rate, established too.
+    pass_k = next(row for row in gaps if row["metric"] == "resolved pass^5")
+    assert (pass_k["cell"], pass_k["value_cell"], pass_k["value_ref"]) == ("fix", "1.0", "0.0")
+    assert pass_k["verdict"] == "established" and pass_k["p_holm"] == ""
+    assert "### pass^k" in (results / "synthesis.md").read_text(encoding="utf-8")

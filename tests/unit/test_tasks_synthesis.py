@@ -282,7 +282,12 @@ def test_per_task_gaps_carry_no_verdict_and_stay_out_of_holm(tmp_path):
     fill_two_tasks(folder)
     synthesize(folder)
     rows = read_csv(folder / "gaps.csv")
-    for row in rows:
+    pass_k = [row for row in rows if " pass^" in row["metric"]]
+    assert pass_k, "two tasks give each rate a pass^k gap"
+    for row in pass_k:  # a view of the rates: a verdict, but outside the Holm family
+        assert row["task"] == "all" and row["verdict"] in ("established", "inconclusive")
+        assert row["p"] != "" and row["p_holm"] == ""
+    for row in (row for row in rows if row not in pass_k):
         if row["task"] == "all":
             assert row["verdict"] in ("established", "inconclusive")
             assert row["p_holm"] != ""
@@ -292,6 +297,7 @@ def test_per_task_gaps_carry_no_verdict_and_stay_out_of_holm(tmp_path):
     text = (folder / "synthesis.md").read_text(encoding="utf-8")
     assert "## Values per task" in text
     assert "### Gaps per task (descriptive)" in text
+    assert "### pass^k" in text
 
 
 def test_aa_gaps_are_outside_the_cells_holm_family_and_form_their_own(tmp_path):

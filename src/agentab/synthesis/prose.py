@@ -340,6 +340,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
         "task_gaps": [gap_row(gap, every_value) for gap in result.task_gaps],
         "calibration": [gap_row(gap, every_value, most_waves) for gap in result.calibration],
         "calibration_summary": calibration_summary(result.calibration),
+        "pass_k": [pass_k_row(gap) for gap in result.pass_k],
         "counts": {status: counts.get(status, 0) for status in STATUSES},
         "matrix": [
             {
@@ -392,6 +393,17 @@ def expected_runs(result: SynthesisResult, scenario) -> int:
     if result.waves is None:
         return len(scenario.run_cells) * scenario.repetitions
     return sum(result.waves.runs_given(cell.name) for cell in scenario.run_cells)
+
+
+def pass_k_row(gap: Gap) -> dict:
+    """A pass^k gap as synthesis.md writes it: its values are shares of tasks, no counts."""
+    return {
+        "gap": gap,
+        "value_cell": f"{100 * gap.value_cell:.0f}%",
+        "value_ref": f"{100 * gap.value_ref:.0f}%",
+        "difference": _difference(gap),
+        "interval": _gap_interval(gap),
+    }
 
 
 def gap_row(gap: Gap, values: dict, most_waves: int = 0) -> dict:

@@ -23,6 +23,7 @@ from agentab.synthesis.figure import render_figure
 from agentab.synthesis.frontier import frontier
 from agentab.synthesis.frontier_figure import render_frontier
 from agentab.synthesis.looks import design_of, record_look, runs_per_cell
+from agentab.synthesis.pass_k import pass_k_gaps
 from agentab.synthesis.prose import render_markdown
 from agentab.synthesis.results import load_frozen_scenario, missing_runs, read_all_runs
 from agentab.synthesis.tables import write_gaps_table, write_run_tables
@@ -72,6 +73,7 @@ def synthesize(results_dir: Path) -> SynthesisResult:
     )
     if plan is not None:
         result.gaps = sequential_gaps(result.gaps, plan)
+    result.pass_k = pass_k_gaps(scored, scenario, types)
     write_verdict_outputs(result, scenario)
     return result
 

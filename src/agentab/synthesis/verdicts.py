@@ -126,6 +126,7 @@ class SynthesisResult:
     bad_files: list[BadFile] = field(default_factory=list)
     waves: object | None = None  # sequential stopping: the replayed waves (`waves.WavePlan`)
     looks: list = field(default_factory=list)  # fixed stopping: the looks recorded (`looks`)
+    pass_k: list[Gap] = field(default_factory=list)  # each rate's pass^k gaps (`pass_k`)
 
     @property
     def family(self) -> list[Gap]:

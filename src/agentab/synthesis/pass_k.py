@@ -1,0 +1,117 @@
+"""pass^k beside each rate: the share of tasks on which all k runs of a cell succeed.
+
+A rate says how often one run succeeds; pass^k how often an agent can be relied on k times in a
+row on the same task, which a rate does not tell (a cell that succeeds on half its runs of every
+task and one that always succeeds on half its tasks have one rate, and pass^3 of 12.5% and 50%).
+From a task's n runs with c successes, C(c, k) / C(n, k) is the unbiased estimate of its pass^k
+(the chance that k runs drawn without replacement all succeed); a cell's pass^k is the
+equal-weight mean over its tasks, as its rates are pooled. k is the scenario's repetitions, or
+the fewest valid runs of a cell in a task when that is less; below 2 there is no pass^k. A
+scenario with one task has none: there it says only whether that task succeeded every time.
+
+Each gap is judged by the rates' rule: each (cell, task) group's runs are resampled with
+replacement (the same binomial law as a rate's bootstrap, on its own random stream), the
+estimate recomputed per draw and pooled, and the gap is established when its 95% interval
+excludes 0. pass^k gaps are a view of the rates already judged: they stay outside the Holm
+family, as the A/A copy's do, and carry no Holm p.
+"""
+
+from __future__ import annotations
+
+from math import comb
+
+import numpy as np
+
+from agentab.metrics import RATE
+from agentab.synthesis import discrete_laws, resampling, stats
+from agentab.synthesis.strata import ALL, stratum_key
+from agentab.synthesis.verdicts import Gap, ScoredValues, _strata, too_few_runs
+
+SMALLEST_K = 2
+
+
+def pass_hat_k(successes: int, runs: int, k: int) -> float:
+    """C(c, k) / C(n, k): the unbiased estimate of the chance that k runs all succeed."""
+    if not 0 <= successes <= runs or not 1 <= k <= runs:
+        raise ValueError(f"pass^{k} needs 0 <= c <= n and 1 <= k <= n (c={successes}, n={runs})")
+    return comb(successes, k) / comb(runs, k)
+
+
+def metric_name(metric: str, k: int) -> str:
+    return f"{metric} pass^{k}"
+
+
+def counts(values: list) -> tuple[int, int]:
+    """(successes, runs) of a group of booleans."""
+    return sum(1 for value in values if value), len(values)
+
+
+def choose_k(scenario, groups: list[list]) -> int | None:
+    """The scenario's repetitions, or the fewest runs of a group when fewer; None below 2."""
+    if not groups or not all(groups):
+        return None
+    k = min(scenario.repetitions, *(len(group) for group in groups))
+    return k if k >= SMALLEST_K else None
+
+
+def pooled_draws(groups: dict[str, list], k: int, key: str, cell: str) -> tuple[float, np.ndarray]:
+    """A cell's pass^k (the mean over its tasks) and its resampled values."""
+    estimates, draws = [], []
+    for task, values in groups.items():
+        successes, runs = counts(values)
+        table = np.array([pass_hat_k(c, runs, k) for c in range(runs + 1)])
+        rng = resampling.generator_for(stratum_key(key, cell, task))
+        drawn = discrete_laws.binomial(runs, successes).draw(rng, resampling.DRAWS)
+        estimates.append(table[successes])
+        draws.append(table[np.asarray(drawn, dtype=np.intp)])
+    return float(np.mean(estimates)), np.mean(draws, axis=0)
+
+
+def task_groups(scored: ScoredValues, cell: str, metric: str, strata: list) -> dict[str, list]:
+    """A cell's values of a metric, by task."""
+    return {task: scored.of_task(cell, metric, task) for task in strata}
+
+
+def pass_k_gaps(scored: ScoredValues, scenario, types) -> list[Gap]:
+    """The pass^k gap of every rate against the reference, each cell but the A/A copy."""
+    strata = _strata(scenario)
+    if len(scenario.cells) < 2 or len(strata) < 2:
+        return []  # with one task, pass^k is 0 or 1: whether that task succeeded every time
+    reference = scenario.reference
+    cells = [cell.name for cell in scenario.cells if not getattr(cell, "is_aa", False)]
+    rates = [metric for metric in scenario.metrics if types[metric].kind == RATE]
+    found = []
+    for metric in rates:
+        groups = {cell: task_groups(scored, cell, metric, strata) for cell in cells}
+        k = choose_k(scenario, [values for cell in cells for values in groups[cell].values()])
+        if k is None:
+            continue
+        name = metric_name(metric, k)
+        value_ref, draws_ref = pooled_draws(groups[reference], k, name, reference)
+        for cell in cells:
+            if cell == reference:
+                continue
+            value, draws = pooled_draws(groups[cell], k, name, cell)
+            verdict = stats.verdict_from_draws(value - value_ref, draws - draws_ref, (-1.0, 1.0))
+            gap = Gap(
+                cell=cell,
+                reference=reference,
+                metric=name,
+                kind=RATE,
+                n_cell=runs_of(groups[cell]),
+                n_ref=runs_of(groups[reference]),
+                value_cell=value,
+                value_ref=value_ref,
+                verdict=verdict,
+                p_holm=None,
+                task=ALL,
+                fewest_in_a_task=min(
+                    map(len, [*groups[cell].values(), *groups[reference].values()])
+                ),
+            )
+            found.append(too_few_runs(gap))
+    return found
+
+
+def runs_of(groups: dict[str, list]) -> int:
+    return sum(map(len, groups.values()))
