@@ -41,11 +41,6 @@ def metric_name(metric: str, k: int) -> str:
     return f"{metric} pass^{k}"
 
 
-def counts(values: list) -> tuple[int, int]:
-    """(successes, runs) of a group of booleans."""
-    return sum(1 for value in values if value), len(values)
-
-
 def choose_k(scenario, groups: list[list]) -> int | None:
     """The scenario's repetitions, or the fewest runs of a group when fewer; None below 2."""
     if not groups or not all(groups):
@@ -58,7 +53,7 @@ def pooled_draws(groups: dict[str, list], k: int, key: str, cell: str) -> tuple[
     """A cell's pass^k (the mean over its tasks) and its resampled values."""
     estimates, draws = [], []
     for task, values in groups.items():
-        successes, runs = counts(values)
+        successes, runs = resampling.count_successes(values), len(values)
         table = np.array([pass_hat_k(c, runs, k) for c in range(runs + 1)])
         rng = resampling.generator_for(stratum_key(key, cell, task))
         drawn = discrete_laws.binomial(runs, successes).draw(rng, resampling.DRAWS)
@@ -78,7 +73,7 @@ def pass_k_gaps(scored: ScoredValues, scenario, types) -> list[Gap]:
     if len(scenario.cells) < 2 or len(strata) < 2:
         return []  # with one task, pass^k is 0 or 1: whether that task succeeded every time
     reference = scenario.reference
-    cells = [cell.name for cell in scenario.cells if not getattr(cell, "is_aa", False)]
+    cells = [cell.name for cell in scenario.cells if not cell.is_aa]
     rates = [metric for metric in scenario.metrics if types[metric].kind == RATE]
     found = []
     for metric in rates:

@@ -132,7 +132,7 @@ def pooled_rate_gap(cell: Sequence[Sequence], reference: Sequence[Sequence]) -> 
     """The equal-weight mean over tasks of the rate gap, and its standard error."""
     gaps, variances = [], 0.0
     for mine, theirs in zip(cell, reference, strict=True):
-        k_mine, k_theirs = _successes(mine), _successes(theirs)
+        k_mine, k_theirs = count_successes(mine), count_successes(theirs)
         gaps.append(k_mine / len(mine) - k_theirs / len(theirs))
         variances += rate_variance(k_mine, len(mine)) + rate_variance(k_theirs, len(theirs))
     return float(np.mean(gaps)), float(np.sqrt(variances)) / len(gaps)
@@ -152,10 +152,10 @@ def dealt_rate_ratios(
     variance = np.zeros(shuffles + 1)
     for mine, theirs in zip(cell, reference, strict=True):
         n_mine, n_theirs = len(mine), len(theirs)
-        successes = _successes(mine) + _successes(theirs)
+        successes = count_successes(mine) + count_successes(theirs)
         failures = n_mine + n_theirs - successes
         shuffled = discrete_laws.hypergeometric(successes, failures, n_mine).draw(rng, shuffles)
-        ours = np.concatenate(([_successes(mine)], shuffled)).astype(float)
+        ours = np.concatenate(([count_successes(mine)], shuffled)).astype(float)
         others = successes - ours
         total += ours / n_mine - others / n_theirs
         variance += rate_variance(ours, n_mine) + rate_variance(others, n_theirs)
@@ -235,5 +235,6 @@ def _median_at(ordered: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return (ordered[middle[:, low]] + ordered[middle[:, high]]) / 2
 
 
-def _successes(values: Sequence) -> int:
+def count_successes(values: Sequence) -> int:
+    """How many of a group's values are true."""
     return sum(1 for value in values if value)
