@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from agentab.harnesses.base import HarnessFault, RunSpec
-from agentab.run.agent_run import told_model
 from agentab.run.frozen_inputs import (
     agent_inputs,
     frozen_copy,
@@ -21,6 +20,7 @@ from agentab.run.frozen_inputs import (
     validator_files_param,
     validator_inputs,
 )
+from agentab.run.model_choice import told_model
 from agentab.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "agentab"
 # Lowest first. A module may import from its own room, or from a room of a lower layer.
 LAYERS = [
     {"errors", "files", "layout", "metrics", "prices", "rendering"},
-    {"confinement", "etalon", "harnesses", "offline_model"},
+    {"confinement", "etalon", "harnesses", "local_model", "offline_model"},
     {"budget"},
     {"scenario"},
     {"run"},

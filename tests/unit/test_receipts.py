@@ -38,7 +38,9 @@ def log(tmp_path: Path, system: str, effort: str | None, count: int = 2) -> Path
 
 
 def cell(tmp_path: Path, thinking: str, bricks=(), provider="offline") -> SimpleNamespace:
-    agent = SimpleNamespace(model="demo", thinking=thinking, provider=provider)
+    agent = SimpleNamespace(
+        model="demo", thinking=thinking, provider=provider, thinking_provider=provider
+    )
     return SimpleNamespace(agent=agent, bricks=list(bricks))
 
 

@@ -22,12 +22,15 @@ def policy_source(scenario_dir: Path, model: str) -> str:
     return str((Path(scenario_dir) / model).resolve()) if model.endswith(".toml") else model
 
 
-def model_price(scenario_dir: Path, provider: str, model: str) -> Price | None:
-    """What a model's tokens cost: the offline policy's price (None: it costs nothing), or the
-    price table's (None: unknown)."""
-    if provider == "offline":
-        return load_policy(policy_source(scenario_dir, model)).price
-    return table_price(model)
+def model_price(scenario_dir: Path, agent) -> Price | None:
+    """What a model's tokens cost: the offline policy's price (None: it costs nothing), a
+    declared server's (`[providers.<name>] price`, else nothing), or the price table's (None:
+    unknown)."""
+    if agent.endpoint is not None:
+        return agent.endpoint.price
+    if agent.provider == "offline":
+        return load_policy(policy_source(scenario_dir, agent.model)).price
+    return table_price(agent.model)
 
 
 def run_cost(reported: float | None, tokens: dict, price: Price | None):

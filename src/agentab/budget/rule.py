@@ -23,8 +23,8 @@ def check_budget(data: dict, cells: list, sink) -> None:
     refused: set[tuple[str, str]] = set()
     for cell in cells:
         agent = cell.agent
-        if agent.provider == "offline" or agent.harness not in known:
-            continue  # the offline model costs its policy's price, or nothing
+        if agent.provider == "offline" or agent.endpoint or agent.harness not in known:
+            continue  # the offline model costs its policy's price, a declared server its own
         if adapter_class(agent.harness).reports_cost or table_price(agent.model) is not None:
             continue
         if (agent.harness, agent.model) in refused:

@@ -60,7 +60,7 @@ class RunSpending:
         if self.ledger is None or self.decision is None or not self.decision.started:
             return
         agent = self.cell.agent
-        price = model_price(self.scenario.dir, agent.provider, agent.model)
+        price = model_price(self.scenario.dir, agent)
         usd, how = attempt_cost(self.files.earlier_attempts, self.logs_before, price)
         if usd is None and agent.provider == "offline":
             usd, how = 0.0, "the offline model, unpriced, costs nothing"

@@ -12,6 +12,7 @@ from agentab.commands.credentials_check import (
     providers_needing_keys,
 )
 from agentab.commands.etalon_checks import etalon_warnings, try_setup
+from agentab.commands.provider_check import server_check
 from agentab.confinement.limits import enforcement_here
 from agentab.errors import ScenarioError
 from agentab.etalon import RUNNER_FILES
@@ -53,6 +54,11 @@ def register(subparsers) -> None:
         help="skip reading the credentials file a real provider or judge needs",
     )
     parser.add_argument(
+        "--no-server",
+        action="store_true",
+        help="skip asking a declared server ([providers.<name>]) which models it serves",
+    )
+    parser.add_argument(
         "--setup",
         action="store_true",
         help="run the etalon's [etalon] setup once on a fresh clone and say what it took and made",
@@ -77,6 +83,11 @@ def run(args) -> int:
             missing_keys = credentials_problems(scenario, args.config)
             if missing_keys:
                 raise ScenarioError(missing_keys)
+        servers: list[str] = []
+        if not args.no_server:
+            unserved, servers = server_check(scenario)
+            if unserved:
+                raise ScenarioError(unserved)
     except ScenarioError as error:
         if args.json:
             print(
@@ -101,6 +112,7 @@ def run(args) -> int:
         report = {"ok": True, **scenario.as_dict(), "jobs": workflow_jobs(scenario)}
         report["warnings"] = warnings
         report["receipt_limits"] = receipt_limits(scenario)
+        report["servers"] = servers
         report["limits"] = {**scenario.limits.as_dict(), "here": enforcement_here()}
         report["min_runs_per_group"] = MIN_RUNS_PER_GROUP
         print(json.dumps(report, indent=2, ensure_ascii=False))
@@ -108,6 +120,8 @@ def run(args) -> int:
         print(render_matrix(scenario, warnings))
         if not args.no_credentials:
             print(credentials_line(scenario, args.config))
+        for line in servers:
+            print(line)
     return 0
 
 
@@ -292,13 +306,24 @@ def receipt_limits(scenario: Scenario) -> list[str]:
     limits = {}
     for cell in scenario.cells:
         agent = cell.agent
-        if agent.provider != "offline":
+        if agent.endpoint is not None:
+            limits[("recording", agent.provider)] = (
+                f"requests to {agent.provider} pass through a recording proxy on 127.0.0.1 to "
+                f"{agent.endpoint.url} ([providers.{agent.provider}], {agent.endpoint.api}), "
+                + (
+                    f"with the key of the credentials file's [{agent.provider}]"
+                    if agent.endpoint.key
+                    else "without a key"
+                )
+            )
+        elif agent.provider != "offline":
             limits[("recording", agent.provider)] = (
                 f"requests to {agent.provider} pass through a recording proxy on 127.0.0.1 to "
                 f"`provider_endpoints.{agent.provider}` in config/config.yaml, else "
                 f"{DEFAULT_ENDPOINTS.get(agent.provider, '(none: set it)')}"
             )
-        sent = get_harness(agent.harness).sent_thinking(agent.thinking, agent.model, agent.provider)
+        harness = get_harness(agent.harness)
+        sent = harness.sent_thinking(agent.thinking, agent.model, agent.thinking_provider)
         if sent == ANY_REASONING:
             limits[("thinking", agent.harness, agent.model, agent.thinking)] = (
                 f"thinking {agent.thinking} on {agent.harness} with {agent.provider}/{agent.model}: "

@@ -16,7 +16,6 @@ import yaml
 from agentab.errors import AgentabError, Problem, problem
 from agentab.run.credentials import CONFIG_KEY, read_api_key
 
-OFFLINE_PROVIDER = "offline"
 OFFLINE_JUDGE_PREFIX = "offline:"
 # The judges' provider: the judge calls the Anthropic API (validators/judge.py).
 JUDGE_PROVIDER = "anthropic"
@@ -26,9 +25,8 @@ def providers_needing_keys(scenario) -> dict[str, str]:
     """Each provider whose key the scenario's runs or judges will read, and who needs it."""
     needed: dict[str, str] = {}
     for cell in scenario.cells:
-        provider = cell.agent.provider
-        if provider != OFFLINE_PROVIDER:
-            needed.setdefault(provider, f"the agent of cell {cell.name!r}")
+        if cell.agent.needs_key:
+            needed.setdefault(cell.agent.provider, f"the agent of cell {cell.name!r}")
     for spec in scenario.validators.values():
         model = str(spec.options.get("model", ""))
         if spec.mode == "judge" and not model.startswith(OFFLINE_JUDGE_PREFIX):

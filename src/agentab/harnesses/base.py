@@ -79,6 +79,10 @@ class RunSpec:
     # `output`); None: it costs nothing. A harness that prices tokens itself is told so.
     model_price: dict[str, float] | None = None
     confined: bool = False  # the run is in agentab's sandbox: a harness's own may stand down
+    # A provider the scenario declares (`[providers.<name>]`: a scenario.providers
+    # DeclaredProvider, untyped here since harnesses sit below the scenario): its catalogue
+    # entry is agentab's to write, as the offline model's is.
+    endpoint: object | None = None
 
 
 @dataclass
@@ -266,6 +270,8 @@ class Harness(ABC):
     # it cannot run is refused before anything runs, with the reason.
     thinking_levels: tuple[str, ...] = THINKING_LEVELS
     refused_bricks: dict[str, str] = {}  # brick kind -> why it cannot be passed explicitly
+    # The APIs of a declared provider (`[providers.<name>] api`) it can be pointed at.
+    declared_apis: frozenset[str] = frozenset()
     prompt_in_argv: bool = True  # the task is one argument of the command line (Linux: 128 KiB)
     # brick kind -> why a receipt cannot prove that a brick of this kind reached the model
     unprovable_bricks: dict[str, str] = {}

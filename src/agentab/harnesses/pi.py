@@ -19,6 +19,8 @@ Isolation, and why (each line is a way a cell could silently measure something e
   the offline model is declared `reasoning: true`.
 - Provider `offline`: the run's `models.json` declares a provider `offline` speaking OpenAI chat
   completions at the run's own offline model server, priced at zero: it costs nothing.
+- A declared provider (`[providers.<name>]`): the same, at the run's recording proxy to the
+  declared server, with the declaration's context window, longest reply, reasoning and price.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class PiHarness(NpmHarness):
     package = "@earendil-works/pi-coding-agent"
     bin_name = "pi"
     builtin_tools = frozenset({"read", "bash", "edit", "write"})
+    declared_apis = frozenset({"openai-completions", "anthropic-messages"})
     unprovable_bricks = {
         "agents": "pi's subagent extension reads agent definitions from pi's agent folder and "
         "leaves no trace of them in the model request until it runs one",
@@ -124,6 +127,8 @@ class PiHarness(NpmHarness):
         secret: set[str] = set()
         if spec.provider == "offline":
             files[agent_dir / "models.json"] = offline_models_json(spec)
+        elif spec.endpoint is not None:
+            files[agent_dir / "models.json"] = declared_models_json(spec)
         else:
             if spec.model_base_url:  # the run's recording proxy stands in for the provider
                 files[agent_dir / "models.json"] = proxied_models_json(spec)
@@ -220,30 +225,54 @@ def brick_arguments(brick, agent_dir: Path, files: dict) -> tuple[list[str], str
 def offline_models_json(spec: RunSpec) -> str:
     if not spec.model_base_url:
         raise HarnessFault("provider offline needs the URL of its offline model server")
-    model = {
+    model = catalogue_model(spec, context_window=128000, max_tokens=16384)
+    provider = catalogue_provider(f"{spec.model_base_url}/v1", "openai-completions", model)
+    provider["apiKey"] = "offline"
+    return json.dumps({"providers": {"offline": provider}}, indent=2)
+
+
+def declared_models_json(spec: RunSpec) -> str:
+    """A provider of the scenario's own (`[providers.<name>]`), at the run's recording proxy,
+    with the one model the cell names, described as the declaration says. An OpenAI server's
+    API lives under /v1 of its origin; pi adds /v1/messages to an Anthropic baseUrl itself."""
+    if not spec.model_base_url:
+        raise HarnessFault(f"provider {spec.provider} needs the URL of its recording proxy")
+    declared = spec.endpoint
+    model = catalogue_model(spec, declared.context_window, declared.max_tokens)
+    openai = declared.api == "openai-completions"
+    base = f"{spec.model_base_url}/v1" if openai else spec.model_base_url
+    provider = catalogue_provider(base, declared.api, model)
+    return json.dumps({"providers": {spec.provider: provider}}, indent=2)
+
+
+def catalogue_model(spec: RunSpec, context_window: int, max_tokens: int) -> dict:
+    return {
         "id": spec.model,
         "name": spec.model,
-        # What the policy says of its model, as a real catalogue would: pi silently drops
-        # --thinking for a model that cannot reason (and the receipt then says so).
+        # What agentab was told of the model, as a real catalogue would say it: pi silently
+        # drops --thinking for a model that cannot reason (and the receipt then says so).
         "reasoning": spec.model_can_reason,
         "input": ["text"],
-        "contextWindow": 128000,
-        "maxTokens": 16384,
+        "contextWindow": context_window,
+        "maxTokens": max_tokens,
         "cost": offline_cost(spec.model_price),
     }
-    provider = {
-        "baseUrl": f"{spec.model_base_url}/v1",
-        "api": "openai-completions",
-        "apiKey": "offline",
-        "compat": {
+
+
+def catalogue_provider(base_url: str, api: str, model: dict) -> dict:
+    """A models.json provider of agentab's writing. Its key is a placeholder: these servers
+    take none, and a real key never reaches a harness (the recording proxy holds it)."""
+    provider = {"baseUrl": base_url, "api": api, "apiKey": "agentab", "models": [model]}
+    if api == "openai-completions":
+        # What llama.cpp's server, vLLM, Ollama and the offline model accept: reasoning_effort,
+        # no developer role, no `store`.
+        provider["compat"] = {
             "supportsReasoningEffort": True,
             "thinkingFormat": "openai",
             "supportsDeveloperRole": False,
             "supportsStore": False,
-        },
-        "models": [model],
-    }
-    return json.dumps({"providers": {"offline": provider}}, indent=2)
+        }
+    return provider
 
 
 # The path each provider's API lives under at its origin: pi's baseUrl for it includes it.

@@ -8,7 +8,6 @@ must fix; otherwise the run has an outcome (completed or failed) and `run.json` 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import shutil
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -42,20 +41,13 @@ from agentab.harnesses.base import (
 )
 from agentab.layout import RunFolder
 from agentab.offline_model import serve
-from agentab.offline_model.policy import load_policy
-from agentab.prices import table_price
-from agentab.run.credentials import read_api_key
 from agentab.run.frozen_bricks import run_copies
-from agentab.run.frozen_inputs import agent_inputs, frozen_copy
+from agentab.run.frozen_inputs import agent_inputs
+from agentab.run.model_choice import offline_seed, provider_api_key, provider_origin, told_model
 from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_process
 from agentab.run.receipts import build_receipt, receipt_summary
 from agentab.run.record import keep_environment, record_fault, run_record
-from agentab.run.recording_proxy import (
-    PLACEHOLDER_KEY,
-    endpoint_for,
-    recording,
-    refuse_a_run_never_answered,
-)
+from agentab.run.recording_proxy import PLACEHOLDER_KEY, recording, refuse_a_run_never_answered
 from agentab.run.setup import path_entries, run_setup
 from agentab.run.workspace import Workspace, given_clone_workspace, run_workspace
 from agentab.scenario.bricks import place_in_clone
@@ -94,19 +86,6 @@ class AgentRun:
     limits: dict  # declared, how each is enforced, which the run reached
     # brick rel -> every path the agent could read it at (inside its sandbox, when confined)
     bricks_seen_at: dict[str, list[str]] = field(default_factory=dict)
-
-
-def offline_seed(scenario: str, slug: str, rep: int) -> int:
-    """The offline model's seed of one run: the same run always gets the same draws."""
-    digest = hashlib.sha256(f"{scenario}\0{slug}\0{rep}".encode()).hexdigest()
-    return int(digest[:12], 16)
-
-
-def provider_api_key(provider: str, credentials: Path | None) -> str | None:
-    """The provider's key from the credentials file; the offline model needs none."""
-    if provider == "offline":
-        return None
-    return read_api_key(credentials, provider)
 
 
 def set_aside_earlier_attempt(files: RunFiles) -> None:
@@ -375,7 +354,7 @@ class AttemptSettings:
 def run_in_workspace(scenario, cell, rep, files, space: Workspace, harness, installation, how):
     etalon = scenario.etalon_for(cell)
     sha = ensure_fresh_clone(etalon, space.clone, how.mirrors_dir.absolute())
-    provider_key = provider_api_key(cell.agent.provider, how.credentials)
+    provider_key = provider_api_key(cell.agent, how.credentials)
     spec = RunSpec(
         clone=space.clone,
         # One scratch per attempt, in the attempt's folder of random name: a sandbox shows the
@@ -389,7 +368,8 @@ def run_in_workspace(scenario, cell, rep, files, space: Workspace, harness, inst
         timeout_s=cell.agent.timeout_s,
         bricks=tuple(BrickFile(b.kind, b.rel, b.path, b.sha256) for b in cell.bricks),
         # The harness holds a placeholder: the recording proxy puts the key on each request.
-        api_key=PLACEHOLDER_KEY if cell.agent.provider != "offline" else None,
+        api_key=PLACEHOLDER_KEY if provider_key else None,
+        endpoint=cell.agent.endpoint,
     )
     offline = cell.agent.provider == "offline"
     seed = offline_seed(scenario.name, cell.slug, rep) if offline else None
@@ -400,7 +380,7 @@ def run_in_workspace(scenario, cell, rep, files, space: Workspace, harness, inst
     if offline:
         model_server = serve(policy, seed, attempt_log)
     else:
-        endpoint = endpoint_for(cell.agent.provider, how.provider_endpoints or {})
+        endpoint = provider_origin(cell.agent, how.provider_endpoints or {})
         model_server = recording(endpoint, attempt_log, spec.timeout_s + 60, provider_key)
     try:
         store = RunFolder(files.folder).results.bricks
@@ -445,29 +425,6 @@ class Made:
     patch: PatchResult
     request_log: Path
     inputs: tuple  # what it used besides its bricks (`frozen_inputs.agent_inputs`)
-
-
-def told_model(cell, spec: RunSpec, inputs: tuple, store: Path):
-    """The spec with the model as the harness is told it, the model's price, and the offline
-    policy (None for a real provider): the policy's frozen copy in `store`, checked against the
-    hash the scenario had when it was loaded, never the file in the scenario's folder."""
-    if cell.agent.provider != "offline":
-        return spec, table_price(cell.agent.model), None
-    (policy_input,) = inputs
-    # A policy file by its frozen copy (named as the file: its stem is the model's name); a
-    # shipped policy by its name.
-    policy = policy_input.rel if policy_input.shipped else str(frozen_copy(policy_input, store))
-    # The model id the harness is told: the policy's name (a policy file names its model by its
-    # stem), whether the model can reason, and what its tokens cost, as a real catalogue would.
-    loaded = load_policy(policy)
-    price = loaded.price
-    spec = replace(
-        spec,
-        model=Path(policy).stem if policy.endswith(".toml") else policy,
-        model_can_reason=bool(loaded.settings.get("reasoning", True)),
-        model_price={"input": price.input, "output": price.output} if price else None,
-    )
-    return spec, price, policy
 
 
 def keep_patch(clone: Path, patch_file: Path, run: AgentRun, limits: Limits) -> PatchResult:

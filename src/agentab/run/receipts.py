@@ -293,7 +293,7 @@ def build_receipt(
     requests = [request for request in logged if request.origin == HARNESS]
     turns = [request for request in requests if request.is_turn] or requests
     model, problems = model_entry(cell.agent.model, told_model, turns)
-    expected = harness.sent_thinking(cell.agent.thinking, told_model, cell.agent.provider)
+    expected = harness.sent_thinking(cell.agent.thinking, told_model, cell.agent.thinking_provider)
     thinking, thinking_problems = thinking_entry(
         cell.agent.thinking, facts.thinking_applied, expected, turns
     )

@@ -40,6 +40,8 @@ def run_record(
         "harness_version": agent.version,
         "provider": agent.provider,
         "model": agent.model,
+        # A declared server (`[providers.<name>]`): where it was and what the harness was told.
+        **({"endpoint": agent.endpoint.as_dict()} if agent.endpoint else {}),
         "thinking": agent.thinking,
         "timeout_s": agent.timeout_s,
         "argv": run.invocation.argv,

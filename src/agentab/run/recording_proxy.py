@@ -96,7 +96,9 @@ def endpoint_for(provider: str, configured: Mapping[str, str]) -> str:
                 "provider_endpoints",
                 f"agentab knows no endpoint for provider {provider!r}, so it cannot record "
                 "what the run sends it",
-                f"add `provider_endpoints: {{{provider}: https://…}}` (the API's origin)",
+                f"add `provider_endpoints: {{{provider}: https://…}}` (the API's origin), or, "
+                f"for a server of your own, declare it in the scenario as [providers.{provider}] "
+                "(docs/local-models.md)",
             )
         )
     return endpoint.rstrip("/")

@@ -17,6 +17,7 @@ from agentab.errors import ScenarioError
 from agentab.scenario import cells as cells_module
 from agentab.scenario.durations import parse_duration
 from agentab.scenario.names import check_slug_lengths
+from agentab.scenario.providers import on_declared_providers, read_providers
 from agentab.scenario.rules import (
     build_cell,
     check_cell_names,
@@ -138,6 +139,7 @@ def _load(path: Path, check_etalon: bool, check_bricks: bool, check_schema: bool
         )
         for draft in drafts
     ]
+    cells = on_declared_providers(cells, read_providers(data, sink), sink)
     check_cell_names(cells, sink)
     check_slug_lengths(cells, sink)
     if check_bricks:

