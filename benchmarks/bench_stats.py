@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from agentab.synthesis import stats
+from agentab import stats
 
 BUDGET_S = 2.0
 FULL_GAPS = 300

@@ -6,7 +6,7 @@ docs/synthesis.md keeps the tables this prints.
     python benchmarks/sim_sequential.py            # the full tables: a few minutes
     python benchmarks/sim_sequential.py --quick    # fewer experiments, as the suite runs it
 
-Every decision is the synthesis's own (`agentab.synthesis.sequential.crossings`, the function
+Every decision is the synthesis's own (`agentab.stats.sequential.crossings`, the function
 the synthesis's sequence path is built on): a cell's run i paired with the reference's run i
 of the same task, a look after every wave, the gap established at the first look whose
 sequence excludes 0. Under the null both cells draw each task's runs from that task's own
@@ -25,8 +25,9 @@ from collections.abc import Callable
 import numpy as np
 from sim_tasks import Share  # the same share with its Monte-Carlo error
 
+from agentab import stats
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import sequential, stats
+from agentab.stats import sequential
 
 LEVEL = 0.05
 PLANS = ((5, 30), (10, 50))  # (wave, repetitions): runs per cell per wave, and the maximum

@@ -17,8 +17,8 @@ import argparse
 
 import numpy as np
 
+from agentab import stats
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import stats
 
 SIZES = range(1, 11)
 LEVEL = 0.05

@@ -29,8 +29,9 @@ import numpy as np
 from scipy.stats import norm, rankdata
 from statsmodels.stats.contingency_tables import StratifiedTable
 
+from agentab import stats
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import stats, strata
+from agentab.stats import strata
 from agentab.synthesis.verdicts import Gap, too_few_runs
 
 LEVEL = 0.05

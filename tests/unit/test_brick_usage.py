@@ -1,4 +1,4 @@
-"""Per-brick use (`agentab.synthesis.usage`) read from streams the real harnesses printed.
+"""Per-brick use (`agentab.synthesis.runs.usage`) read from streams the real harnesses printed.
 
 Each fixture was recorded with the real binary, confined, on the offline model, by a policy
 that used its bricks the way the harness lets a model (docs/harnesses.md, "Did the agent use
@@ -30,8 +30,8 @@ from types import SimpleNamespace
 import pytest
 
 from agentab.harnesses import get_harness
-from agentab.synthesis.brick_use import brick_use_rows, brick_use_warnings
-from agentab.synthesis.usage import builtin_value, run_brick_usage, usage_metrics
+from agentab.synthesis.runs.brick_use import brick_use_rows, brick_use_warnings
+from agentab.synthesis.runs.usage import builtin_value, run_brick_usage, usage_metrics
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo"

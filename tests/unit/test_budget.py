@@ -18,8 +18,8 @@ from agentab.files import results_secret, write_sealed_json
 from agentab.offline_model.policy import load_policy
 from agentab.prices import TABLE_DATE, Price, priced_models, table_price
 from agentab.scenario import load_scenario
-from agentab.synthesis.measures import build_measures
-from agentab.synthesis.results import missing_runs, read_runs
+from agentab.synthesis.runs.measures import build_measures
+from agentab.synthesis.runs.results import missing_runs, read_runs
 
 BUDGET = 1.0
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo" / "scenario.toml"

@@ -12,10 +12,10 @@ from types import SimpleNamespace
 import pytest
 
 from agentab.scenario import load_scenario
-from agentab.synthesis.builtin import builtin_metrics, protected_paths, tool_call_counts
 from agentab.synthesis.environment import differing_environments, failed_calls_warnings
-from agentab.synthesis.measures import build_measures
-from agentab.synthesis.tool_failures import failed_calls
+from agentab.synthesis.runs.builtin import builtin_metrics, protected_paths, tool_call_counts
+from agentab.synthesis.runs.measures import build_measures
+from agentab.synthesis.runs.tool_failures import failed_calls
 from agentab.validators import validator_output
 from tests.unit.test_measures import RUN, SCENARIO
 

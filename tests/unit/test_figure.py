@@ -9,10 +9,11 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from agentab import stats
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import figure, stats, svg
-from agentab.synthesis.figure import figure_svg
-from agentab.synthesis.svg import nice_ticks
+from agentab.synthesis.figures import figure, svg
+from agentab.synthesis.figures.figure import figure_svg
+from agentab.synthesis.figures.svg import nice_ticks
 from agentab.synthesis.verdicts import Gap
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from agentab.synthesis.figures.frontier_figure import frontier_svg
 from agentab.synthesis.frontier import Frontier, Panel, Point, frontier, pareto
-from agentab.synthesis.frontier_figure import frontier_svg
-from agentab.synthesis.results import load_frozen_scenario
+from agentab.synthesis.runs.results import load_frozen_scenario
 from agentab.synthesis.synthesize import synthesize
 
 SVG = "{http://www.w3.org/2000/svg}"

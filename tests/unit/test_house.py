@@ -13,12 +13,13 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "agentab"
 # Lowest first. A module may import from its own room, or from a room of a lower layer.
 LAYERS = [
     {"errors", "files", "layout", "metrics", "prices", "rendering"},
-    {"confinement", "etalon", "harnesses", "local_model", "offline_model"},
+    {"confinement", "etalon", "harnesses", "local_model", "offline_model", "stats"},
     {"budget"},
     {"scenario"},
     {"run"},
     {"validators"},
     {"mining", "synthesis"},
+    {"planning"},
     {"workflow"},
     {"report"},
     {"commands"},
@@ -96,3 +97,74 @@ def test_the_layer_check_sees_an_upward_import(tmp_path):
     module.write_text("def late():\n    from agentab.synthesis import stats\n")
     assert "synthesis" in imported_rooms(module)
     assert layer("synthesis") > layer("scenario")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each module of agentab -> the modules of agentab it imports (late imports too)."""
+    known = {module_name(path): path for path in modules()}
+    graph = {}
+    for name, path in known.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    child = f"{node.module}.{alias.name}"
+                    found.add(child if child in known else node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+        graph[name] = {other for other in found if other in known and other != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or around a circle."""
+    reach = {name: set() for name in graph}
+    for start in graph:
+        todo = list(graph[start])
+        while todo:
+            here = todo.pop()
+            if here not in reach[start]:
+                reach[start].add(here)
+                todo.extend(graph[here])
+    groups = {
+        frozenset({a, *(b for b in reach[a] if a in reach[b])}) for a in graph if a in reach[a]
+    }
+    return sorted(sorted(group) for group in groups)
+
+
+def test_no_module_imports_itself_around_a_circle():
+    graph = import_graph()
+    assert len(graph) > 30
+    assert circles(graph) == []
+
+
+def test_the_circle_check_sees_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]
+
+
+MAX_PACKAGE_MODULES = 15
+
+
+def test_no_package_holds_more_than_15_modules():
+    crowded = {}
+    for folder in {path.parent for path in modules()}:
+        count = len([p for p in folder.glob("*.py") if p.name != "__init__.py"])
+        if folder != PACKAGE and count > MAX_PACKAGE_MODULES:
+            crowded[str(folder.relative_to(PACKAGE))] = count
+    assert not crowded, crowded
+
+
+def test_every_package_says_what_it_is_for():
+    silent = [
+        str(init.relative_to(PACKAGE))
+        for init in PACKAGE.rglob("__init__.py")
+        if "__pycache__" not in init.parts
+        and ast.get_docstring(ast.parse(init.read_text())) is None
+    ]
+    assert not silent, silent

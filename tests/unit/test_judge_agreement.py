@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from agentab.synthesis import stats
+from agentab import stats
 from agentab.synthesis.judge_agreement import (
     Confusion,
     cohen_kappa,

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentab.synthesis import stats
+from agentab import stats
 from agentab.synthesis.judge_agreement import judge_agreements
-from agentab.synthesis.results import load_frozen_scenario
+from agentab.synthesis.runs.results import load_frozen_scenario
 from agentab.synthesis.synthesize import synthesize
 
 SCENARIO = """\

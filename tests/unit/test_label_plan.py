@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from agentab.cli import main
+from agentab.planning.label_plan import label_plans
 from agentab.synthesis.judge_agreement import ppi_draws
-from agentab.synthesis.label_plan import label_plans
 from tests.unit.test_judge_synthesis import by_hand_folder, fill, write_folder
 
 T, F = True, False

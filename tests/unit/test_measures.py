@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentab.scenario import load_scenario
-from agentab.synthesis.measures import build_measures
+from agentab.synthesis.runs.measures import build_measures
 from agentab.validators import invalid_output, validator_output
 
 SCENARIO = """

@@ -5,15 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agentab import stats
 from agentab.errors import AgentabError
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import resampling, stats
-from agentab.synthesis.power import (
+from agentab.planning.power import (
     Population,
     repetitions_needed,
     simulated_power,
     smallest_repetitions,
 )
+from agentab.stats import resampling
 from tests.unit.test_synthesis import write_run, write_scenario
 
 FAST = {"simulations": 100, "draws": 2_000}
@@ -196,7 +197,7 @@ def test_the_plan_command_counts_repetitions_per_cell_and_task(tmp_path, capsys)
 
 def test_below_the_pooled_minimums_no_simulated_gap_is_established():
     """2 tasks × 4 runs is 8 runs per cell, below the 9 a gap needs; 2 × 5 is enough."""
-    from agentab.synthesis.power import simulated_power_over_tasks
+    from agentab.planning.power import simulated_power_over_tasks
 
     certain = [Population(RATE, np.empty(0), rate=1.0)] * 2
     never = [Population(RATE, np.empty(0), rate=0.0)] * 2
@@ -206,7 +207,7 @@ def test_below_the_pooled_minimums_no_simulated_gap_is_established():
 
 
 def test_simulated_pooled_power_under_the_null_stays_near_the_false_positive_rate():
-    from agentab.synthesis.power import simulated_power_over_tasks
+    from agentab.planning.power import simulated_power_over_tasks
 
     same = [Population(RATE, np.empty(0), rate=rate) for rate in (0.2, 0.5, 0.8)]
     rng = resampling.generator_for("null over tasks")

@@ -11,7 +11,7 @@ import pytest
 from agentab.harnesses.base import StreamFacts
 from agentab.harnesses.pi import PiHarness
 from agentab.run.receipts import build_receipt, receipt_summary, tools_entry
-from agentab.synthesis.measures import build_measures
+from agentab.synthesis.runs.measures import build_measures
 
 RULE = "Always run the test suite before you finish."
 

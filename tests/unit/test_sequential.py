@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import sequential
+from agentab.stats import sequential
 
 
 def test_a_rate_pair_is_the_difference_and_a_median_pair_the_sign() -> None:

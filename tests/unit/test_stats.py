@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
+from agentab import stats
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import resampling, stats
+from agentab.stats import resampling
 
 
 def verdict(kind, cell, reference, tag="t"):
@@ -282,7 +283,7 @@ def test_a_median_deal_that_ties_the_observed_one_counts_as_reaching_it():
     log gap rounded differently and put the ties on the near side)."""
     import itertools
 
-    from agentab.synthesis import strata
+    from agentab.stats import strata
 
     cell = [[5.0] * 4, [2.0, 3, 3, 3], [7.0] * 4]
     reference = [[5.0] * 4, [1.0, 1, 3, 3], [7.0] * 4]
@@ -307,7 +308,7 @@ def test_the_medians_exact_law_is_the_law_of_every_deal(ours, others):
     import itertools
     from collections import Counter
 
-    from agentab.synthesis import median_law
+    from agentab.stats import median_law
 
     size = ours + others
     deals = list(itertools.combinations(range(size), ours))
@@ -325,7 +326,7 @@ def test_the_medians_exact_law_is_the_law_of_every_deal(ours, others):
 
 @pytest.mark.parametrize("ours, others", [(67, 67), (66, 67), (66, 66)])
 def test_the_medians_law_is_drawn_the_same_with_the_same_seed(ours, others):
-    from agentab.synthesis import median_law
+    from agentab.stats import median_law
 
     first = median_law.draw_median_positions(ours, others, np.random.default_rng(9), 1_000)
     again = median_law.draw_median_positions(ours, others, np.random.default_rng(9), 1_000)
@@ -333,7 +334,7 @@ def test_the_medians_law_is_drawn_the_same_with_the_same_seed(ours, others):
 
 
 def test_the_medians_law_covers_tasks_up_to_a_size_and_the_rest_are_shuffled():
-    from agentab.synthesis import median_law
+    from agentab.stats import median_law
 
     assert median_law.covers(3, 5) and median_law.covers(4, 5) and median_law.covers(1, 1)
     assert not median_law.covers(501, 501) and not median_law.covers(0, 5)
@@ -348,7 +349,7 @@ def test_the_four_middle_positions_follow_the_law_of_every_deal(ours, others):
     import itertools
     from collections import Counter
 
-    from agentab.synthesis import median_law
+    from agentab.stats import median_law
 
     size = ours + others
     deals = list(itertools.combinations(range(size), ours))
@@ -397,7 +398,7 @@ def _law_of(table) -> dict:
 def test_an_alias_table_draws_the_binomial_exactly(trials, successes):
     from scipy.stats import binom
 
-    from agentab.synthesis import discrete_laws
+    from agentab.stats import discrete_laws
 
     law = _law_of(discrete_laws.binomial(trials, successes))
     for count, p in law.items():
@@ -409,7 +410,7 @@ def test_an_alias_table_draws_the_binomial_exactly(trials, successes):
 def test_an_alias_table_draws_the_hypergeometric_exactly(good, bad, sample):
     from scipy.stats import hypergeom
 
-    from agentab.synthesis import discrete_laws
+    from agentab.stats import discrete_laws
 
     law = _law_of(discrete_laws.hypergeometric(good, bad, sample))
     for count, p in law.items():
@@ -427,7 +428,7 @@ def test_an_alias_table_draws_a_resampled_median_position_exactly(size):
     import itertools
     from collections import Counter
 
-    from agentab.synthesis import discrete_laws
+    from agentab.stats import discrete_laws
 
     middle = (size + 1) // 2
     every = Counter(

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentab import stats
 from agentab.errors import AgentabError
-from agentab.synthesis import stats
-from agentab.synthesis.results import RunRecord
+from agentab.synthesis.runs.results import RunRecord
 from agentab.synthesis.synthesize import synthesize
 from agentab.synthesis.tables import MEASURES_COLUMNS, json_text, measures_lines
 

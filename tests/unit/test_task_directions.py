@@ -6,8 +6,8 @@ from __future__ import annotations
 import html
 import re
 
+from agentab import stats
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import stats
 from agentab.synthesis.synthesize import synthesize
 from agentab.synthesis.task_directions import against_line, sorted_task_gaps, tasks_against
 from agentab.synthesis.verdicts import Gap

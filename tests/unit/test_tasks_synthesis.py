@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentab.synthesis import resampling, stats
+from agentab import stats
+from agentab.stats import resampling
 from agentab.synthesis.synthesize import synthesize
 
 SCENARIO = """\
@@ -379,7 +380,7 @@ def test_two_task_rebuilds_are_byte_identical(tmp_path):
 
 def test_a_pooled_gap_needs_a_few_runs_in_every_task():
     """Enough runs in all, too few in one task: never established, and it says why."""
-    from agentab.synthesis import stats
+    from agentab import stats
     from agentab.synthesis.verdicts import Gap, too_few_runs
 
     verdict = stats.GapVerdict(gap=0.4, ci_low=0.1, ci_high=0.7, p=0.01, verdict=stats.ESTABLISHED)

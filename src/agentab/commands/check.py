@@ -19,8 +19,8 @@ from agentab.etalon import RUNNER_FILES
 from agentab.run.policy_check import policy_edit_problems
 from agentab.scenario import Cell, Scenario, load_scenario
 from agentab.scenario.rules import check_scale
-from agentab.synthesis.sequential import fewest_pairs
-from agentab.synthesis.stats import MIN_RUNS_PER_GROUP, MIN_RUNS_PER_TASK
+from agentab.stats.rule import MIN_RUNS_PER_GROUP, MIN_RUNS_PER_TASK
+from agentab.stats.sequential import fewest_pairs
 
 
 def register(subparsers) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agentab.errors import AgentabError, problem
 from agentab.layout import ResultsFolder
-from agentab.synthesis.results import load_frozen_scenario
+from agentab.synthesis.runs.results import load_frozen_scenario
 from agentab.validators.form import read_form_answers
 from agentab.validators.form_blank import form_validators, write_blank_form
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from agentab import stats
 from agentab.budget import usd
 from agentab.errors import AgentabError, problem
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import stats
-from agentab.synthesis.label_plan import DEFAULT_DISAGREEMENT, label_plans, render_label_plans
-from agentab.synthesis.power import DEFAULT_SIMULATIONS, PowerRow, repetitions_needed
-from agentab.synthesis.results import load_frozen_scenario, read_runs
-from agentab.synthesis.sequential_plan import SIMULATIONS, SequentialRow, sequential_plan
+from agentab.planning.label_plan import DEFAULT_DISAGREEMENT, label_plans, render_label_plans
+from agentab.planning.power import DEFAULT_SIMULATIONS, PowerRow, repetitions_needed
+from agentab.planning.sequential_plan import SIMULATIONS, SequentialRow, sequential_plan
+from agentab.synthesis.runs.results import load_frozen_scenario, read_runs
 from agentab.synthesis.verdicts import ScoredValues, decide_metric_types
 
 # A pilot rate of 50% from 20 runs has a 95% Wilson interval of about 30-70%: ±20 pp.

@@ -5,7 +5,7 @@ A run's status is its measures.json's (`valid`, `invalid`, `failed`); a run with
 will redo it), `not-started` when the scenario's budget did not let it start (`not started: budget reached`;
 the workflow runs it once the budget has room), `missing` otherwise; a measures.json that
 cannot be read is `unreadable`. A run
-any of whose files changed after agentab wrote them (`synthesis/integrity.py`, every file
+any of whose files changed after agentab wrote them (`synthesis/runs/integrity.py`, every file
 checked) is `invalid`, whatever its measures.json says.
 """
 
@@ -25,8 +25,8 @@ from agentab.report.sources import (
     read_runs,
     runs_given,
 )
-from agentab.synthesis.integrity import read_secret, with_run_changes
-from agentab.synthesis.measures import run_id
+from agentab.synthesis.runs.integrity import read_secret, with_run_changes
+from agentab.synthesis.runs.measures import run_id
 
 FAULTS_FILE = "faults.jsonl"
 RUN_STATUSES = ("valid", "invalid", "failed", "fault", "not-started", "missing", "unreadable")

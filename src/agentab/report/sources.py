@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agentab.synthesis.looks import read_looks
 from agentab.synthesis.prose import report_context
-from agentab.synthesis.results import (
+from agentab.synthesis.runs.results import (
     MEASURES_FILE,
     NOT_STARTED,
     STATUSES,

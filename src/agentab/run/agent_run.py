@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,9 +44,9 @@ from agentab.offline_model import serve
 from agentab.run.frozen_bricks import run_copies
 from agentab.run.frozen_inputs import agent_inputs
 from agentab.run.model_choice import offline_seed, provider_api_key, provider_origin, told_model
-from agentab.run.process import CannotStart, ProcessResult, end_stale_twin, run_process
+from agentab.run.process import CannotStart, end_stale_twin, run_process
 from agentab.run.receipts import build_receipt, receipt_summary
-from agentab.run.record import keep_environment, record_fault, run_record
+from agentab.run.record import AgentRun, keep_environment, record_fault, run_record
 from agentab.run.recording_proxy import PLACEHOLDER_KEY, recording, refuse_a_run_never_answered
 from agentab.run.setup import path_entries, run_setup
 from agentab.run.workspace import Workspace, given_clone_workspace, run_workspace
@@ -74,18 +74,6 @@ class RunFiles:
     @property
     def folder(self) -> Path:
         return self.record.parent
-
-
-@dataclass
-class AgentRun:
-    invocation: Invocation
-    process: ProcessResult
-    facts: StreamFacts
-    outcome: Outcome
-    started: str
-    limits: dict  # declared, how each is enforced, which the run reached
-    # brick rel -> every path the agent could read it at (inside its sandbox, when confined)
-    bricks_seen_at: dict[str, list[str]] = field(default_factory=dict)
 
 
 def set_aside_earlier_attempt(files: RunFiles) -> None:
@@ -231,7 +219,7 @@ def _run_prepared(
 def bricks_seen_at(bricks, invocation: Invocation, view: View | None) -> dict[str, list[str]]:
     """Where the agent could read each brick: the run's copy, and wherever the harness copied
     it (a skill in its config dir), as the sandbox shows them. A read of a brick's file is
-    recognised by these paths (`agentab.synthesis.usage`)."""
+    recognised by these paths (`agentab.synthesis.runs.usage`)."""
     inside = view.inside if view is not None else str
     return {
         brick.rel: [

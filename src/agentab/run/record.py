@@ -4,16 +4,27 @@ environment it got, the faults of its attempts."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from agentab.confinement.bwrap import confinement_record
-from agentab.harnesses.base import Harness, HarnessFault
+from agentab.harnesses.base import Harness, HarnessFault, Invocation, Outcome, StreamFacts
 from agentab.layout import run_id
+from agentab.run.process import ProcessResult
 
-if TYPE_CHECKING:
-    from agentab.run.agent_run import AgentRun
+
+# What one attempt did, as `agent_run` makes it and `run_record` writes it to run.json.
+@dataclass
+class AgentRun:
+    invocation: Invocation
+    process: ProcessResult
+    facts: StreamFacts
+    outcome: Outcome
+    started: str
+    limits: dict  # declared, how each is enforced, which the run reached
+    # brick rel -> every path the agent could read it at (inside its sandbox, when confined)
+    bricks_seen_at: dict[str, list[str]] = field(default_factory=dict)
 
 
 def record_fault(faults: Path, fault: HarnessFault) -> None:

@@ -3,7 +3,7 @@
 - `stopping = "fixed"` (the default): every cell runs `repetitions` times and is judged once.
 - `stopping = "sequential"`: runs come in waves of `wave` runs per cell (and task); after each
   wave the synthesis judges every gap by an anytime-valid confidence sequence
-  (`agentab.synthesis.sequential`), and only the cells with a gap still undecided get the next
+  (`agentab.stats.sequential`), and only the cells with a gap still undecided get the next
   wave, up to `repetitions` runs each. `decide` names the metrics whose gaps count (all the
   contract's by default): a metric filled by a form, or one that nobody expects to move, would
   otherwise keep every cell running to its maximum.

@@ -29,7 +29,7 @@ def act(args) -> int:
 
 
 def decide(results_dir: Path, wave: int) -> dict:
-    from agentab.synthesis.results import load_frozen_scenario
+    from agentab.synthesis.runs.results import load_frozen_scenario
     from agentab.synthesis.waves import replay_results
 
     scenario = load_frozen_scenario(results_dir)

@@ -1,5 +1,5 @@
 """Measure step: a run's measures.json from its run.json, its validators' outputs and the
-checked answers of any filled form (`agentab.synthesis.measures`).
+checked answers of any filled form (`agentab.synthesis.runs.measures`).
 
 `python -m agentab.steps.measure --scenario S --cell SLUG --rep N --record run.json
 --output validators/a.json --output … [--answers .form-keys/v.answers.json …] --out measures.json`
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step
-from agentab.synthesis.measures import measure_run
+from agentab.synthesis.runs.measures import measure_run
 
 
 def build(parser) -> None:

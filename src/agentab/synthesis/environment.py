@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agentab.synthesis.builtin import FAILED_CALLS_WARNING
-from agentab.synthesis.environment_diff import difference, read_environment
-from agentab.synthesis.tool_failures import most_failed
+from agentab.synthesis.runs.builtin import FAILED_CALLS_WARNING
+from agentab.synthesis.runs.environment_diff import difference, read_environment
+from agentab.synthesis.runs.tool_failures import most_failed
 from agentab.synthesis.verdicts import SynthesisResult
 
 SHOWN_RUNS = 3

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agentab import stats
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import stats
-from agentab.synthesis.strata import ALL
+from agentab.stats.strata import ALL
 from agentab.synthesis.verdicts import SynthesisResult
 from agentab.synthesis.wording import percent, signed
 

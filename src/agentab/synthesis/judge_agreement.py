@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agentab.synthesis import stats
+from agentab import stats
 from agentab.synthesis.verdicts import Gap, SynthesisResult
 
 FEW_LABELS = f"fewer than {stats.MIN_RUNS_PER_GROUP} labelled runs per cell"

@@ -22,9 +22,10 @@ from math import comb
 
 import numpy as np
 
+from agentab import stats
 from agentab.metrics import RATE
-from agentab.synthesis import discrete_laws, resampling, stats
-from agentab.synthesis.strata import ALL, stratum_key
+from agentab.stats import discrete_laws, resampling
+from agentab.stats.strata import ALL, stratum_key
 from agentab.synthesis.verdicts import Gap, ScoredValues, _strata, too_few_runs
 
 SMALLEST_K = 2

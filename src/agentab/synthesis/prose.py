@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from agentab import stats
 from agentab.metrics import DIAGNOSTIC, RATE, Aggregate
-from agentab.synthesis import stats
-from agentab.synthesis.brick_use import brick_use_rows, brick_use_warnings
+from agentab.stats.strata import ALL, LINEAR, LOG
 from agentab.synthesis.calibration import aa_warnings, calibration_summary
 from agentab.synthesis.environment import environment_warnings
-from agentab.synthesis.integrity import changed_runs_warnings
+from agentab.synthesis.figures.sequence_figure import sequence_svg
 from agentab.synthesis.looks import looks_warning
-from agentab.synthesis.protected import protected_edit_warnings
 from agentab.synthesis.questions import questions_context
-from agentab.synthesis.results import STATUSES, RunRecord
-from agentab.synthesis.sequence_figure import sequence_svg
-from agentab.synthesis.strata import ALL, LINEAR, LOG
+from agentab.synthesis.runs.brick_use import brick_use_rows, brick_use_warnings
+from agentab.synthesis.runs.integrity import changed_runs_warnings
+from agentab.synthesis.runs.protected import protected_edit_warnings
+from agentab.synthesis.runs.results import STATUSES, RunRecord
 from agentab.synthesis.verdicts import HOLM_LEVEL, PENDING_NOTE, CellValue, Gap, SynthesisResult
 from agentab.synthesis.wave_verdicts import stopping_context
 

@@ -1,9 +1,9 @@
 """The synthesis: every table, figure and verdict, rebuilt from the per-run files alone.
 
 `synthesize(results_dir)` reads the frozen scenario (cells, reference, metric contract) and every
-run's measures.json (`agentab.synthesis.results`), computes each cell's values and each gap's verdict
+run's measures.json (`agentab.synthesis.runs.results`), computes each cell's values and each gap's verdict
 (`agentab.synthesis.verdicts`), and writes `cells.csv`, `gaps.csv`, `measures.csv` (`agentab.synthesis.tables`),
-`gaps.svg` (`agentab.synthesis.figure`), `frontier.svg` (`agentab.synthesis.frontier_figure`) and
+`gaps.svg` (`agentab.synthesis.figures.figure`), `frontier.svg` (`agentab.synthesis.figures.frontier_figure`) and
 `synthesis.md` (`agentab.synthesis.prose`). It needs no
 agent, validator, network or workflow engine, so a verdict can be rebuilt at any time. The same
 inputs give the same CSV bytes: nothing here depends on time, on file system order or on the
@@ -19,13 +19,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentab.layout import SYNTHESIS_FILES, ResultsFolder
-from agentab.synthesis.figure import render_figure
+from agentab.synthesis.figures.figure import render_figure
+from agentab.synthesis.figures.frontier_figure import render_frontier
 from agentab.synthesis.frontier import frontier
-from agentab.synthesis.frontier_figure import render_frontier
 from agentab.synthesis.looks import design_of, record_look, runs_per_cell
 from agentab.synthesis.pass_k import pass_k_gaps
 from agentab.synthesis.prose import render_markdown
-from agentab.synthesis.results import load_frozen_scenario, missing_runs, read_all_runs
+from agentab.synthesis.runs.results import load_frozen_scenario, missing_runs, read_all_runs
 from agentab.synthesis.tables import write_gaps_table, write_run_tables
 from agentab.synthesis.verdicts import (
     ScoredValues,

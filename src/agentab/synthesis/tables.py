@@ -11,7 +11,7 @@ import math
 import re
 from pathlib import Path
 
-from agentab.synthesis.results import RunRecord
+from agentab.synthesis.runs.results import RunRecord
 from agentab.synthesis.verdicts import CellValue, Gap, SynthesisResult
 
 CELLS_COLUMNS = [

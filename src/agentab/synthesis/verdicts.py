@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from agentab import stats
 from agentab.metrics import DIAGNOSTIC, MEDIAN, RATE, Aggregate, MetricType, aggregate, metric_type
-from agentab.synthesis import resampling, stats
-from agentab.synthesis.results import BadFile, MissingRun, RunRecord
-from agentab.synthesis.strata import (
+from agentab.stats import resampling
+from agentab.stats.strata import (
     ALL,
     LINEAR,
     pooled_aggregate,
@@ -30,6 +30,7 @@ from agentab.synthesis.strata import (
     scale_of,
     stratum_key,
 )
+from agentab.synthesis.runs.results import BadFile, MissingRun, RunRecord
 
 HOLM_LEVEL = 0.05
 # Threads that resample groups; numpy draws without holding the interpreter lock.

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from agentab import stats
 from agentab.metrics import RATE
-from agentab.synthesis import stats
 from agentab.synthesis.verdicts import Gap
 
 SIGN_SCALE = "P(cell > reference) − P(cell < reference)"

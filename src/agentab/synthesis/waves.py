@@ -8,7 +8,7 @@ the reference runs as long as any cell does. The workflow's checkpoint after eac
 indices alone, so a synthesis rebuilt from measures.json gives every decision again, and the
 same one the workflow acted on.
 
-A gap's sequence (`agentab.synthesis.sequential`) pairs the cell's run i with the reference's
+A gap's sequence (`agentab.stats.sequential`) pairs the cell's run i with the reference's
 run i of the same task; a look after wave k holds the pairs of runs 1 to k x wave, wave by wave,
 task by task, run by run. A run that is not valid, or has no value of the metric, leaves its
 pair out.
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis.sequential import SequencePath, crossings, pair_values, sequence_path
+from agentab.stats.sequential import SequencePath, crossings, pair_values, sequence_path
 
 JUDGED = (RATE, MEDIAN)
 
@@ -96,7 +96,7 @@ def replay_if_sequential(results_dir, scenario, runs, types) -> WavePlan | None:
 def replay_results(results_dir, scenario, through: int | None = None) -> WavePlan:
     """`replay_waves` on a results folder: its runs, their metrics' types, and the runs the
     budget did not start."""
-    from agentab.synthesis.results import read_all_runs
+    from agentab.synthesis.runs.results import read_all_runs
     from agentab.synthesis.verdicts import ScoredValues, decide_metric_types
 
     runs, _, _ = read_all_runs(results_dir, scenario)
@@ -108,7 +108,7 @@ def replay_results(results_dir, scenario, through: int | None = None) -> WavePla
 def not_started(results_dir, scenario) -> set[int]:
     """The run indices of the runs the budget did not start (any cell)."""
     from agentab.layout import ResultsFolder
-    from agentab.synthesis.results import not_started_reason
+    from agentab.synthesis.runs.results import not_started_reason
 
     folder = ResultsFolder(results_dir)
     return {

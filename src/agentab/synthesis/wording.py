@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from agentab import stats
 from agentab.metrics import RATE
-from agentab.synthesis import stats
 
 
 def percent(share: float) -> str:

@@ -29,7 +29,7 @@ def build_context(record: dict, patch: bytes, task_prompt: str, secret: str) -> 
         "changed_files": changed_files(record, patch),
         "final_message": facts.get("final_message", ""),
         # No token counts, costs or duration: the size of a brick shows in the input tokens.
-        # Those are built-in metrics (synthesis/builtin.py), kept beside the validators' own.
+        # Those are built-in metrics (synthesis/runs/builtin.py), kept beside the validators' own.
         "exit": {"status": outcome.get("status"), "reason": outcome.get("reason")},
     }
 

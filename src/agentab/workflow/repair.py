@@ -28,8 +28,8 @@ from agentab.budget.on_start import budget_on_start
 from agentab.files import seal_holds
 from agentab.layout import ResultsFolder, RunFolder, split_run_slug
 from agentab.run.workspace import sweep_abandoned
-from agentab.synthesis.integrity import CHANGED_PREFIX, read_secret
-from agentab.synthesis.results import structure_problem
+from agentab.synthesis.runs.integrity import CHANGED_PREFIX, read_secret
+from agentab.synthesis.runs.results import structure_problem
 from agentab.workflow.holding import workflow_holding
 from agentab.workflow.storage import refuse_unwritable_folders, stop_on_storage_error
 from agentab.workflow.waves import expected_reps, repair_decisions
@@ -192,7 +192,7 @@ def check_run(
     """Remove this run's bad files and what depends on them; return 'path: why' for each.
     With the results folder's `secret`, a file whose seal does not hold is bad too: an edited
     measures.json is measured again from its sealed sources, and what was built from an edited
-    run.json or validator output is measured again, as invalid (`synthesis/integrity.py`)."""
+    run.json or validator output is measured again, as invalid (`synthesis/runs/integrity.py`)."""
     removed: list[str] = []
     verified = verified or VerifiedFiles(None, "")
 

@@ -308,7 +308,9 @@ class Workflow:
     def synthesis_code(self) -> list[str]:
         """The package files that decide the synthesis: editing one reruns only the synthesis."""
         root = Path(agentab.__file__).parent
-        modules = sorted(str(path) for path in (root / "synthesis").glob("*.py"))
+        # The synthesis and the statistics it calls (agentab.stats), subpackages included.
+        folders = (root / "synthesis", root / "stats")
+        modules = sorted(str(path) for folder in folders for path in folder.rglob("*.py"))
         return modules + [str(root / n) for n in SYNTHESIS_CODE if (root / n).exists()]
 
 

@@ -16,7 +16,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from agentab.synthesis.builtin import failed
+from agentab.synthesis.runs.builtin import failed
 
 LABEL_CHARS = 60
 PATH_KEYS = ("path", "file_path", "absolute_path", "filePath", "file")

@@ -21,11 +21,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentab import stats
 from agentab.errors import AgentabError, problem
 from agentab.metrics import Z_95
-from agentab.synthesis import stats
 from agentab.synthesis.judge_agreement import labelled_groups
-from agentab.synthesis.results import load_frozen_scenario, read_runs
+from agentab.synthesis.runs.results import load_frozen_scenario, read_runs
 
 DEFAULT_DISAGREEMENT = 0.2
 # Below this many labels, their variance says too little: the assumed disagreement is used.

@@ -10,14 +10,15 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from agentab.synthesis import stats, svg
-from agentab.synthesis.frontier import Frontier, Panel, Point, amount
-from agentab.synthesis.svg import (
+from agentab import stats
+from agentab.synthesis.figures import svg
+from agentab.synthesis.figures.svg import (
     ESTABLISHED_COLOUR,
     GRID_COLOUR,
     INCONCLUSIVE_COLOUR,
     nice_ticks,
 )
+from agentab.synthesis.frontier import Frontier, Panel, Point, amount
 from agentab.synthesis.wording import percent
 
 FRONTIER_COLOUR = ESTABLISHED_COLOUR

@@ -25,11 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
+from agentab import stats
 from agentab.errors import AgentabError, problem
 from agentab.layout import ResultsFolder
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import resampling, stats, strata
-from agentab.synthesis.results import load_frozen_scenario, read_runs
+from agentab.stats import resampling, strata
+from agentab.synthesis.runs.results import load_frozen_scenario, read_runs
 from agentab.synthesis.verdicts import ScoredValues, decide_metric_types
 
 LADDER = (

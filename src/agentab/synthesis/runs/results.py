@@ -16,7 +16,7 @@ from agentab.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.errors import AgentabError, problem
 from agentab.files import seal_holds
 from agentab.layout import ResultsFolder, RunFolder, run_id, task_run_slug
-from agentab.synthesis.integrity import changed_problem, read_secret, with_run_changes
+from agentab.synthesis.runs.integrity import changed_problem, read_secret, with_run_changes
 
 STATUSES = ("valid", "invalid", "failed")
 # The layout's names of the parts, for the folder scan: with thousands of runs, a Path per

@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from agentab.metrics import RATE
-from agentab.synthesis.svg import ESTABLISHED_COLOUR, FONT, GRID_COLOUR, INCONCLUSIVE_COLOUR
+from agentab.synthesis.figures.svg import ESTABLISHED_COLOUR, FONT, GRID_COLOUR, INCONCLUSIVE_COLOUR
 
 WIDTH, HEIGHT, LEFT, TOP, BOTTOM = 240, 110, 44, 10, 24
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from agentab.metrics import MEDIAN, RATE
-from agentab.synthesis import resampling, sequential
-from agentab.synthesis.power import NO_PILOT_GAP, Population, _chosen_metrics, population
-from agentab.synthesis.results import load_frozen_scenario, read_runs
+from agentab.planning.power import NO_PILOT_GAP, Population, _chosen_metrics, population
+from agentab.stats import resampling, sequential
+from agentab.synthesis.runs.results import load_frozen_scenario, read_runs
 from agentab.synthesis.verdicts import ScoredValues, decide_metric_types
 
 SIMULATIONS = 2000

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agentab.synthesis.resampling import (
+from agentab.stats.resampling import (
     DRAWS,
     SEED,
     generator_for,

@@ -37,7 +37,7 @@ import functools
 
 import numpy as np
 
-from agentab.synthesis import discrete_laws
+from agentab.stats import discrete_laws
 
 # Above this many runs in a task the N x N table of the law costs more memory than shuffling
 # saves (1 000 runs: a table of a million entries, 8 MB).

@@ -50,7 +50,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from agentab.metrics import MEDIAN, RATE, median
-from agentab.synthesis import discrete_laws, median_law
+from agentab.stats import discrete_laws, median_law
 
 SEED = 20_250_101
 DRAWS = 10_000

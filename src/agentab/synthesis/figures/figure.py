@@ -12,15 +12,16 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
+from agentab import stats
 from agentab.metrics import RATE
-from agentab.synthesis import stats, svg
-from agentab.synthesis.prose import count_text, describe_gap_figures
-from agentab.synthesis.svg import (
+from agentab.synthesis.figures import svg
+from agentab.synthesis.figures.svg import (
     ESTABLISHED_COLOUR,
     GRID_COLOUR,
     INCONCLUSIVE_COLOUR,
     nice_ticks,
 )
+from agentab.synthesis.prose import count_text, describe_gap_figures
 from agentab.synthesis.verdicts import Gap, SynthesisResult
 
 # Geometry in pixels. Label widths are estimated from their length: measuring text needs a font

@@ -26,8 +26,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from agentab import stats
 from agentab.metrics import MEDIAN, RATE, Aggregate, aggregate
-from agentab.synthesis import resampling, stats
+from agentab.stats import resampling
 
 ALL = "all"  # the task of a pooled row in cells.csv and gaps.csv
 LINEAR = "linear"

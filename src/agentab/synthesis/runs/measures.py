@@ -16,15 +16,15 @@ from agentab.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.files import write_json, write_sealed_json
 from agentab.layout import RunFolder, run_id
 from agentab.scenario import Cell, Scenario
-from agentab.synthesis.builtin import builtin_metrics, protected_paths
-from agentab.synthesis.integrity import (
+from agentab.synthesis.runs.builtin import builtin_metrics, protected_paths
+from agentab.synthesis.runs.integrity import (
     changed_problem,
     read_secret,
     relative_name,
     unsealed_contents,
 )
-from agentab.synthesis.tool_failures import failed_calls
-from agentab.synthesis.usage import builtin_value
+from agentab.synthesis.runs.tool_failures import failed_calls
+from agentab.synthesis.runs.usage import builtin_value
 
 SCHEMA_VERSION = 1
 ANSWERS_SUFFIX = ".answers.json"

@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from agentab.scenario.usage_names import USED_METRIC, brick_name
-from agentab.synthesis.named_paths import is_glob, named_paths
+from agentab.synthesis.runs.named_paths import is_glob, named_paths
 
 if TYPE_CHECKING:  # the adapters are imported when a run's use is read, not by synthesize
     from agentab.harnesses.base import DeclaredTools, Harness

@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from agentab.synthesis.usage import run_brick_usage, usage_metrics
+from agentab.synthesis.runs.usage import run_brick_usage, usage_metrics
 
 BUILTIN_METRICS = (
     "turns",
