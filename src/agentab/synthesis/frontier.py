@@ -63,9 +63,16 @@ class Frontier:
 
 
 def frontier(result: SynthesisResult, scenario) -> Frontier:
-    """Every rate metric's panel, the cells in the scenario's order."""
+    """Every rate metric's panel, the cells in the scenario's order; computed once per
+    synthesis (frontier.svg and synthesis.md both read it)."""
+    if "frontier" not in result.memo:
+        result.memo["frontier"] = computed_frontier(result, scenario)
+    return result.memo["frontier"]
+
+
+def computed_frontier(result: SynthesisResult, scenario) -> Frontier:
     unit, why = cost_unit(result.runs)
-    costs = run_costs(result.runs, unit)
+    costs = cost_intervals(run_costs(result.runs, unit))
     panels = []
     for metric, kind in result.metric_types.items():
         if kind.kind != RATE or metric not in scenario.metrics:
@@ -112,7 +119,23 @@ def _number(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def cost_intervals(costs: dict[str, list[float]]) -> dict[str, tuple[float, float, float]]:
+    """Cell -> its median cost per run and that median's interval: the same for every rate
+    metric's panel, so resampled once."""
+    intervals = {}
+    for cell, values in costs.items():
+        if not values:
+            continue
+        draws = stats.resample_statistic(
+            MEDIAN, values, stats.generator_for(f"frontier\x1fcost\x1f{cell}")
+        )
+        low, high = stats.percentile_interval(draws)
+        intervals[cell] = (stats.statistic(MEDIAN, values), float(low), float(high))
+    return intervals
+
+
 def metric_points(result, scenario, metric: str, costs: dict) -> list[Point]:
+    """`costs`: each cell's `cost_intervals`."""
     values = {
         row.cell: row.aggregate.value
         for row in result.cell_values
@@ -122,20 +145,17 @@ def metric_points(result, scenario, metric: str, costs: dict) -> list[Point]:
     tasks = [task.name for task in scenario.tasks] if len(scenario.tasks) > 1 else [None]
     points = []
     for cell in scenario.cells:
-        if values.get(cell.name) is None or not costs.get(cell.name):
+        if values.get(cell.name) is None or cell.name not in costs:
             continue
-        cost_draws = stats.resample_statistic(
-            MEDIAN, costs[cell.name], stats.generator_for(f"frontier\x1fcost\x1f{cell.name}")
-        )
         rate_draws = pooled_rate_draws(answers, metric, cell.name, tasks)
-        cost_low, cost_high = stats.percentile_interval(cost_draws)
+        cost, cost_low, cost_high = costs[cell.name]
         rate_low, rate_high = stats.percentile_interval(rate_draws)
         points.append(
             Point(
                 cell=cell.name,
-                cost=stats.statistic(MEDIAN, costs[cell.name]),
-                cost_low=float(cost_low),
-                cost_high=float(cost_high),
+                cost=cost,
+                cost_low=cost_low,
+                cost_high=cost_high,
                 rate=float(values[cell.name]),
                 rate_low=float(rate_low),
                 rate_high=float(rate_high),

@@ -128,6 +128,8 @@ class SynthesisResult:
     waves: object | None = None  # sequential stopping: the replayed waves (`waves.WavePlan`)
     looks: list = field(default_factory=list)  # fixed stopping: the looks recorded (`looks`)
     pass_k: list[Gap] = field(default_factory=list)  # each rate's pass^k gaps (`pass_k`)
+    # What several outputs read and is computed once (the frontier: its figure and the prose).
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def family(self) -> list[Gap]:
