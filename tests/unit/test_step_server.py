@@ -133,10 +133,23 @@ def test_only_a_step_command_is_handed_over() -> None:
 
 
 def test_the_server_serves_only_descendants_of_its_owner() -> None:
-    assert descends_from(os.getpid(), os.getppid())
-    assert descends_from(os.getpid(), os.getpid())
-    assert not descends_from(os.getppid(), os.getpid())
-    assert not descends_from(1, os.getpid())
+    # A child and its own child, not pytest's parent: detached (nohup, a CI runner's shell gone)
+    # pytest's parent is init, which the walk up the tree stops before.
+    child = subprocess.Popen(
+        ["sh", "-c", "sleep 30 & echo $!; wait"], stdout=subprocess.PIPE, text=True
+    )
+    grandchild = int(child.stdout.readline())
+    try:
+        assert descends_from(grandchild, os.getpid())
+        assert descends_from(grandchild, child.pid)
+        assert descends_from(os.getpid(), os.getpid())
+        assert not descends_from(os.getpid(), child.pid)
+        assert not descends_from(child.pid, grandchild)
+        assert not descends_from(1, os.getpid())
+    finally:
+        os.kill(grandchild, signal.SIGKILL)
+        child.kill()
+        child.wait()
 
 
 def test_a_judge_step_is_forked_by_the_server_that_has_the_sdk(tmp_path: Path) -> None:
