@@ -91,11 +91,27 @@ def median(values: Sequence[float]) -> float:
 
 
 def interquartile_range(values: Sequence[float]) -> tuple[float, float]:
-    """First and third quartiles (numpy's default linear interpolation)."""
-    import numpy as np  # here: the workflow steps that import this module need no numpy
+    """First and third quartiles: np.percentile(values, [25, 75]) to the last bit, by the same
+    arithmetic (its "linear" method), without its machinery: 1 500 cells' values a synthesis
+    with several tasks, at a sixth of the cost. A NaN goes to numpy, which says what it gives."""
+    ordered = sorted(float(value) for value in values)
+    if not ordered or any(value != value for value in ordered):
+        import numpy as np  # here: the workflow steps that import this module need no numpy
 
-    low, high = np.percentile(np.asarray(values, dtype=float), [25.0, 75.0])
-    return float(low), float(high)
+        low, high = np.percentile(np.asarray(values, dtype=float), [25.0, 75.0])
+        return float(low), float(high)
+    return _linear_quantile(ordered, 0.25), _linear_quantile(ordered, 0.75)
+
+
+def _linear_quantile(ordered: list[float], quantile: float) -> float:
+    """numpy's linear quantile of sorted values: its two neighbours of (n - 1) * q, weighted as
+    numpy's _lerp weighs them (from the upper one when the weight is a half or more)."""
+    virtual = (len(ordered) - 1) * quantile
+    previous = math.floor(virtual)
+    below, above = ordered[previous], ordered[min(previous + 1, len(ordered) - 1)]
+    weight = virtual - previous
+    step = above - below
+    return above - step * (1 - weight) if weight >= 0.5 else below + step * weight
 
 
 def wilson_interval(k: int, n: int, z: float = Z_95) -> tuple[float, float]:

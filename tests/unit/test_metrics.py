@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from statsmodels.stats.proportion import proportion_confint
 
 from agentab import metrics
@@ -64,6 +67,30 @@ def test_a_median_aggregates_with_its_interquartile_range():
     result = metrics.aggregate(MEDIAN, [1, 2, 3, 4, 5])
     assert (result.n, result.value, result.dispersion) == (5, 3.0, "iqr")
     assert (result.low, result.high) == (2.0, 4.0)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(allow_nan=False, min_value=-1e300, max_value=1e300),
+            st.integers(-1000, 1000),
+            st.sampled_from([float("inf"), float("-inf"), 0.0, -0.0]),
+        ),
+        min_size=1,
+        max_size=120,
+    )
+)
+def test_the_quartiles_are_numpys_percentiles_to_the_last_bit(values):
+    """As the median's dispersion was computed before it had its own: np.percentile(25, 75)."""
+    with np.errstate(invalid="ignore"):
+        expected = np.percentile(np.asarray(values, dtype=float), [25.0, 75.0])
+    found = metrics.interquartile_range(values)
+    assert np.array_equal(np.array(found), expected, equal_nan=True), (found, expected)
+
+
+def test_quartiles_of_values_with_a_nan_are_numpys():
+    assert all(np.isnan(metrics.interquartile_range([1.0, float("nan"), 3.0])))
 
 
 def test_a_diagnostic_metric_is_counted_but_never_aggregated():
