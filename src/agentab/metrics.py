@@ -95,7 +95,7 @@ def interquartile_range(values: Sequence[float]) -> tuple[float, float]:
     arithmetic (its "linear" method), without its machinery: 1 500 cells' values a synthesis
     with several tasks, at a sixth of the cost. A NaN goes to numpy, which says what it gives."""
     ordered = sorted(float(value) for value in values)
-    if not ordered or any(value != value for value in ordered):
+    if not ordered or any(math.isnan(value) for value in ordered):
         import numpy as np  # here: the workflow steps that import this module need no numpy
 
         low, high = np.percentile(np.asarray(values, dtype=float), [25.0, 75.0])
@@ -104,12 +104,16 @@ def interquartile_range(values: Sequence[float]) -> tuple[float, float]:
 
 
 def _linear_quantile(ordered: list[float], quantile: float) -> float:
-    """numpy's linear quantile of sorted values: its two neighbours of (n - 1) * q, weighted as
-    numpy's _lerp weighs them (from the upper one when the weight is a half or more)."""
+    """numpy's linear quantile of sorted values: between the two neighbours of (n - 1) * q."""
     virtual = (len(ordered) - 1) * quantile
     previous = math.floor(virtual)
     below, above = ordered[previous], ordered[min(previous + 1, len(ordered) - 1)]
-    weight = virtual - previous
+    return numpy_lerp(below, above, virtual - previous)
+
+
+def numpy_lerp(below: float, above: float, weight: float) -> float:
+    """below + (above - below) * weight, as numpy's _lerp computes it to the last bit: from the
+    upper end when the weight is a half or more."""
     step = above - below
     return above - step * (1 - weight) if weight >= 0.5 else below + step * weight
 

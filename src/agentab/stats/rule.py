@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agentab.metrics import numpy_lerp
 from agentab.stats.resampling import (
     DRAWS,
     SEED,
@@ -90,11 +91,9 @@ def percentile_interval(gap_draws: np.ndarray) -> tuple[float, float]:
     previous = np.floor(virtual).astype(np.intp)
     following = np.minimum(previous + 1, draws.size - 1)
     ordered = np.partition(draws, np.unique(np.concatenate((previous, following))))
-    low, high = ordered[previous], ordered[following]
-    weight = virtual - previous
-    step = high - low
-    found = np.where(weight >= 0.5, high - step * (1 - weight), low + step * weight)
-    return float(found[0]), float(found[1])
+    low, high = ordered[previous].tolist(), ordered[following].tolist()
+    weight = (virtual - previous).tolist()
+    return numpy_lerp(low[0], high[0], weight[0]), numpy_lerp(low[1], high[1], weight[1])
 
 
 def verdict_from_interval(
