@@ -9,6 +9,7 @@ of every cell, so that two cells are always compared with the same statistic.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -57,11 +58,11 @@ def value_family(value: object) -> str:
     # bool is a subclass of int in Python, so it has to be tested first.
     if isinstance(value, bool):
         return "boolean"
+    # NaN, infinities and an int beyond any float (JSON's integers have no bound) have no
+    # median; they make the metric diagnostic rather than poisoning a verdict or stopping it.
     if isinstance(value, int):
-        return "number"
+        return "number" if abs(value) <= sys.float_info.max else "other"
     if isinstance(value, float):
-        # NaN and infinities have no median; they make the metric diagnostic rather than
-        # silently poisoning a verdict.
         return "number" if math.isfinite(value) else "other"
     return "other"
 

@@ -272,6 +272,22 @@ def test_mixed_types_make_a_metric_diagnostic_with_a_note_not_a_crash(tmp_path):
     assert "`turns` is diagnostic (mixed value types across runs: number, other)" in report
 
 
+def test_an_integer_beyond_any_float_makes_a_metric_diagnostic_not_a_crash(tmp_path):
+    """A script validator prints what the agent's code computes: 400 nines parse as a Python
+    int that no float holds. It is kept in measures.csv, never turned into a median."""
+    folder = write_scenario(tmp_path / "results", repetitions=2)
+    write_run(folder, "nothing", 1, {"ran_tests": True, "turns": 3})
+    write_run(folder, "nothing", 2, {"ran_tests": False, "turns": int("9" * 400)})
+    write_run(folder, "rule", 1, {"ran_tests": True, "turns": 4})
+    write_run(folder, "rule", 2, {"ran_tests": True, "turns": 5})
+    result = synthesize(folder)
+    assert result.metric_types["turns"].kind == "diagnostic"
+    assert [gap.metric for gap in result.gaps] == ["ran_tests"]
+    report = (folder / "synthesis.md").read_text(encoding="utf-8")
+    assert "`turns` is diagnostic (mixed value types across runs: number, other)" in report
+    assert "9" * 400 in (folder / "measures.csv").read_text(encoding="utf-8")
+
+
 def test_invalid_and_failed_runs_are_counted_with_their_reasons_and_not_scored(tmp_path):
     folder = write_scenario(tmp_path / "results", repetitions=3)
     write_run(folder, "nothing", 1, {"ran_tests": False, "turns": 3})
