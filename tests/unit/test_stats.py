@@ -421,6 +421,34 @@ def test_an_alias_table_draws_the_hypergeometric_exactly(good, bad, sample):
     assert np.array_equal(drawn, again)  # the same seed, the same draws
 
 
+@pytest.mark.parametrize("trials", [1, 2, 7, 67, 334])
+def test_an_alias_tables_draws_are_the_slot_and_fraction_rule_to_the_last_draw(trials):
+    """The draw compares the scaled uniform with a threshold per slot instead of its fraction
+    with keep[slot]: the same rule, so every draw is the one the rule gives, including uniforms
+    at the very edges of a slot."""
+    from agentab.stats import discrete_laws
+
+    for successes in sorted({0, 1, trials // 3, trials // 2, trials - 1, trials}):
+        table = discrete_laws.binomial(trials, successes)
+        size = table.keep.size
+        uniforms = np.random.default_rng(trials + successes).random(20_000)
+        edges = (np.arange(size) + table.keep) / size  # where a slot turns to its alias
+        uniforms[: 3 * size] = np.concatenate(
+            (edges, np.nextafter(edges, 0), np.nextafter(edges, 1))
+        )
+        uniforms = np.clip(uniforms, 0, np.nextafter(1, 0))
+        scaled = uniforms * size
+        slot = np.minimum(scaled.astype(np.intp), size - 1)
+        kept = (scaled - slot) < table.keep[slot]
+        expected = table.values[np.where(kept, slot, table.alias[slot])]
+
+        class Replay:
+            def random(self, draws):
+                return uniforms[:draws].copy()
+
+        assert np.array_equal(table.draw(Replay(), uniforms.size), expected)
+
+
 @pytest.mark.parametrize("size", [1, 3, 5, 7])
 def test_an_alias_table_draws_a_resampled_median_position_exactly(size):
     """The middle order statistic of `size` draws with replacement among `size` positions,

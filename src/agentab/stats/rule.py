@@ -21,6 +21,7 @@ can feed this module: a sequential rule that gives an interval instead of draws 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -87,13 +88,23 @@ def percentile_interval(gap_draws: np.ndarray) -> tuple[float, float]:
     if draws.size < 2 or np.isnan(draws).any():
         tails = np.percentile(draws, 100 * _QUANTILES)
         return float(tails[0]), float(tails[1])
-    virtual = (draws.size - 1) * _QUANTILES
-    previous = np.floor(virtual).astype(np.intp)
-    following = np.minimum(previous + 1, draws.size - 1)
-    ordered = np.partition(draws, np.unique(np.concatenate((previous, following))))
+    previous, following, weight, kth = _interval_positions(draws.size)
+    ordered = np.partition(draws, kth)
     low, high = ordered[previous].tolist(), ordered[following].tolist()
-    weight = (virtual - previous).tolist()
     return numpy_lerp(low[0], high[0], weight[0]), numpy_lerp(low[1], high[1], weight[1])
+
+
+@functools.lru_cache(maxsize=64)
+def _interval_positions(size: int) -> tuple[list[int], list[int], list[float], list[int]]:
+    """The sorted positions each end of the interval reads at this many draws, the weight
+    between them, and the positions a partition must place (np.unique of them would import
+    numpy.ma, a twentieth of a synthesis)."""
+    virtual = (size - 1) * _QUANTILES
+    previous = np.floor(virtual).astype(np.intp)
+    following = np.minimum(previous + 1, size - 1)
+    weight = (virtual - previous).tolist()
+    kth = sorted({*previous.tolist(), *following.tolist()})
+    return previous.tolist(), following.tolist(), weight, kth
 
 
 def verdict_from_interval(
