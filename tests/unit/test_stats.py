@@ -442,11 +442,17 @@ def test_an_alias_tables_draws_are_the_slot_and_fraction_rule_to_the_last_draw(t
         kept = (scaled - slot) < table.keep[slot]
         expected = table.values[np.where(kept, slot, table.alias[slot])]
 
-        class Replay:
-            def random(self, draws):
-                return uniforms[:draws].copy()
+        assert np.array_equal(table.draw(_Replay(uniforms), uniforms.size), expected)
 
-        assert np.array_equal(table.draw(Replay(), uniforms.size), expected)
+
+class _Replay:
+    """A generator whose uniforms are given."""
+
+    def __init__(self, uniforms):
+        self.uniforms = uniforms
+
+    def random(self, draws):
+        return self.uniforms[:draws].copy()
 
 
 @pytest.mark.parametrize("size", [1, 3, 5, 7])
