@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "agentab"
 
 # Lowest first. A module may import from its own room, or from a room of a lower layer.
 LAYERS = [
-    {"errors", "files", "layout", "metrics", "prices", "rendering"},
+    {"errors", "files", "layout", "metrics", "prices", "rendering", "workers"},
     {"confinement", "etalon", "harnesses", "local_model", "offline_model", "stats"},
     {"budget"},
     {"scenario"},
@@ -27,7 +27,7 @@ LAYERS = [
     {"steps"},
 ]
 MAX_LINES = 500
-MAX_TOP_MODULES = 8
+MAX_TOP_MODULES = 9
 
 
 def modules() -> list[Path]:

@@ -385,18 +385,6 @@ def test_the_reading_gives_both_counts_of_an_established_rate(tmp_path):
     assert "9/10 runs against 2/10, a gap of +70 pp" in reading.split("## Reading", 1)[1]
 
 
-def test_the_number_of_threads_changes_no_byte(tmp_path, monkeypatch):
-    from agentab.synthesis import verdicts
-
-    folder = write_clear_effect(tmp_path / "results")
-    synthesize(folder)
-    first = {name: (folder / name).read_bytes() for name in ("cells.csv", "gaps.csv", "gaps.svg")}
-    monkeypatch.setattr(verdicts, "WORKERS", 1)
-    synthesize(folder)
-    for name, content in first.items():
-        assert (folder / name).read_bytes() == content, name
-
-
 def test_a_run_folder_without_measures_is_missing_and_hidden_folders_are_ignored(tmp_path):
     folder = write_clear_effect(tmp_path / "results", repetitions=2)
     (folder / "runs" / "rule" / "r02" / "measures.json").unlink()

@@ -85,6 +85,14 @@ def joint_median_law(ours: int, others: int) -> tuple[np.ndarray, np.ndarray, np
     return mine, theirs, probability[support]
 
 
+def median_pairs(ours: int, others: int):
+    """For odd groups (one middle run each): the alias table of a pair's index in the joint
+    law, and each pair's positions (from 0) as `draw_median_positions` gives them (the cell's
+    twice, the reference's twice)."""
+    mine, theirs, _ = joint_median_law(ours, others)
+    return _pairs(ours, others), (mine, mine, theirs, theirs)
+
+
 @functools.lru_cache(maxsize=64)
 def _pairs(ours: int, others: int) -> discrete_laws.AliasTable:
     """The alias table of the index of a pair in `joint_median_law`."""

@@ -154,11 +154,15 @@ def dealt_rate_ratios(
         n_mine, n_theirs = len(mine), len(theirs)
         successes = count_successes(mine) + count_successes(theirs)
         failures = n_mine + n_theirs - successes
-        shuffled = discrete_laws.hypergeometric(successes, failures, n_mine).draw(rng, shuffles)
-        ours = np.concatenate(([count_successes(mine)], shuffled)).astype(float)
+        law = discrete_laws.hypergeometric(successes, failures, n_mine)
+        # Each count the cell can get, the observed first: a deal's terms are read from them.
+        ours = np.concatenate(([count_successes(mine)], law.values)).astype(float)
         others = successes - ours
-        total += ours / n_mine - others / n_theirs
-        variance += rate_variance(ours, n_mine) + rate_variance(others, n_theirs)
+        gap = ours / n_mine - others / n_theirs
+        spread = rate_variance(ours, n_mine) + rate_variance(others, n_theirs)
+        dealt = np.concatenate(([0], law.draw(rng, shuffles) - (law.values[0] - 1)))
+        total += gap[dealt]
+        variance += spread[dealt]
     tasks = len(cell)
     return (total / tasks) / (np.sqrt(variance) / tasks)
 
@@ -204,13 +208,26 @@ def _drawn_from_the_law(ordered, observed, ours: int, rng, shuffles: int, scale)
     deal (first) and `shuffles` deals drawn from the exact law of the medians' positions
     (`median_law`): the same law as shuffling the runs, at a fraction of the cost. Each median is
     the mean of its two middle values (one value twice for an odd group), as `_median_at`."""
-    drawn = median_law.draw_median_positions(ours, observed.size - ours, rng, shuffles)
+    others = observed.size - ours
     mine, theirs = np.sort(observed[:ours]), np.sort(observed[ours:])
     first = [mine[(ours - 1) // 2], mine[ours // 2]]
     first += [theirs[(theirs.size - 1) // 2], theirs[theirs.size // 2]]
+    if ours % 2 and others % 2:
+        # One middle run each: a deal is one pair of the law's, so each pair's term is
+        # computed once (the observed deal's first) and the draws read them.
+        pairs, positions = median_law.median_pairs(ours, others)
+        dealt = np.concatenate(([0], pairs.draw(rng, shuffles) + 1))
+        return _median_terms(ordered, first, positions, scale)[dealt]
+    drawn = median_law.draw_median_positions(ours, others, rng, shuffles)
+    return _median_terms(ordered, first, drawn, scale)
+
+
+def _median_terms(ordered, first, positions, scale) -> np.ndarray:
+    """scale(median of the cell) - scale(median of the reference) of the observed deal, whose
+    middle positions are `first`, then of each deal whose middle positions are `positions`
+    (the cell's lower and upper, the reference's lower and upper)."""
     low_mine, high_mine, low_theirs, high_theirs = (
-        ordered[np.concatenate(([start], positions))]
-        for start, positions in zip(first, drawn, strict=True)
+        ordered[np.concatenate(([start], at))] for start, at in zip(first, positions, strict=True)
     )
     return scale((low_mine + high_mine) / 2) - scale((low_theirs + high_theirs) / 2)
 

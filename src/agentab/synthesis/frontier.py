@@ -18,15 +18,16 @@ points may really be.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 
-from agentab import stats
+from agentab import stats, workers
 from agentab.metrics import MEDIAN, RATE
 from agentab.stats.strata import ALL
-from agentab.synthesis.verdicts import SynthesisResult
+from agentab.synthesis.verdicts import ScoredValues, SynthesisResult
 from agentab.synthesis.wording import percent, signed
 
 USD = "USD"
@@ -66,22 +67,40 @@ def frontier(result: SynthesisResult, scenario) -> Frontier:
     """Every rate metric's panel, the cells in the scenario's order; computed once per
     synthesis (frontier.svg and synthesis.md both read it)."""
     if "frontier" not in result.memo:
-        result.memo["frontier"] = computed_frontier(result, scenario)
+        scored = ScoredValues.of(result.runs, scenario.metrics)
+        (result.memo["frontier"],) = workers.run_all([frontier_work(result, scenario, scored)])
     return result.memo["frontier"]
 
 
-def computed_frontier(result: SynthesisResult, scenario) -> Frontier:
+def frontier_work(result: SynthesisResult, scenario, scored: ScoredValues) -> workers.Work:
+    """The frontier as jobs, each rate metric's intervals one; the costs are read here, before
+    the workers start (a worker that walked every run would copy the synthesis's memory)."""
     unit, why = cost_unit(result.runs)
-    costs = cost_intervals(run_costs(result.runs, unit))
-    panels = []
-    for metric, kind in result.metric_types.items():
-        if kind.kind != RATE or metric not in scenario.metrics:
-            continue
-        points = pareto(metric_points(result, scenario, metric, costs))
-        if points:
-            anchor = scenario.reference
-            panels.append(Panel(metric, points, frontier_sentences(metric, points, unit, anchor)))
-    return Frontier(unit, why, panels)
+    costs = run_costs(result.runs, unit)
+    rates = [
+        metric
+        for metric, kind in result.metric_types.items()
+        if kind.kind == RATE and metric in scenario.metrics
+    ]
+    values = {metric: cell_rates(result, metric) for metric in rates}
+    jobs = [functools.partial(cost_intervals, costs)]
+    jobs += [
+        functools.partial(rate_intervals, scored, scenario, metric, values[metric])
+        for metric in rates
+    ]
+    weights = [len(scenario.cells)] + [len(scenario.cells) * len(scenario.tasks)] * len(rates)
+
+    def assemble(found: list) -> Frontier:
+        cost_of, panels = found[0], []
+        for metric, intervals in zip(rates, found[1:], strict=True):
+            points = pareto(metric_points(scenario, values[metric], cost_of, intervals))
+            if points:
+                anchor = scenario.reference
+                sentences = frontier_sentences(metric, points, unit, anchor)
+                panels.append(Panel(metric, points, sentences))
+        return Frontier(unit, why, panels)
+
+    return workers.Work(jobs, weights, assemble)
 
 
 def cost_unit(runs) -> tuple[str, str]:
@@ -134,22 +153,34 @@ def cost_intervals(costs: dict[str, list[float]]) -> dict[str, tuple[float, floa
     return intervals
 
 
-def metric_points(result, scenario, metric: str, costs: dict) -> list[Point]:
-    """`costs`: each cell's `cost_intervals`."""
-    values = {
+def cell_rates(result, metric: str) -> dict[str, float]:
+    """Each cell's pooled rate of the metric (cells.csv's value); None where it has none."""
+    return {
         row.cell: row.aggregate.value
         for row in result.cell_values
         if row.metric == metric and row.task == ALL
     }
-    answers = rate_groups(result.runs, metric)
+
+
+def rate_intervals(scored: ScoredValues, scenario, metric: str, values: dict) -> dict:
+    """Each cell with a rate (`values`: `cell_rates`): the 95% interval of its resampled rates."""
     tasks = [task.name for task in scenario.tasks] if len(scenario.tasks) > 1 else [None]
+    return {
+        cell.name: stats.percentile_interval(pooled_rate_draws(scored, metric, cell.name, tasks))
+        for cell in scenario.cells
+        if values.get(cell.name) is not None
+    }
+
+
+def metric_points(scenario, values: dict, costs: dict, intervals: dict) -> list[Point]:
+    """`values`: each cell's rate (`cell_rates`), `costs`: its `cost_intervals`, `intervals`:
+    its `rate_intervals`."""
     points = []
     for cell in scenario.cells:
         if values.get(cell.name) is None or cell.name not in costs:
             continue
-        rate_draws = pooled_rate_draws(answers, metric, cell.name, tasks)
         cost, cost_low, cost_high = costs[cell.name]
-        rate_low, rate_high = stats.percentile_interval(rate_draws)
+        rate_low, rate_high = intervals[cell.name]
         points.append(
             Point(
                 cell=cell.name,
@@ -164,24 +195,12 @@ def metric_points(result, scenario, metric: str, costs: dict) -> list[Point]:
     return points
 
 
-def rate_groups(runs, metric: str) -> dict[tuple[str, str], list[bool]]:
-    """(cell, task) -> the metric's answers over the valid runs."""
-    groups: dict[tuple[str, str], list[bool]] = defaultdict(list)
-    for run in runs:
-        if run.status == "valid" and isinstance(run.metrics.get(metric), bool):
-            groups[run.cell, run.task].append(run.metrics[metric])
-    return groups
-
-
-def pooled_rate_draws(answers: dict, metric: str, cell: str, tasks: list) -> np.ndarray:
-    """Resampled rates of a cell: of all its runs with one task, else the equal-weight mean of
-    each task's resampled rate (as the cell's value is pooled)."""
+def pooled_rate_draws(scored: ScoredValues, metric: str, cell: str, tasks: list) -> np.ndarray:
+    """Resampled rates of a cell: of all its valid runs with one task, else the equal-weight
+    mean of each task's resampled rate (as the cell's value is pooled)."""
     per_task = []
     for task in tasks:
-        if task is None:
-            found = [a for (c, _), group in answers.items() if c == cell for a in group]
-        else:
-            found = answers.get((cell, task), [])
+        found = scored.get(cell, metric) if task is None else scored.of_task(cell, metric, task)
         key = f"frontier\x1f{metric}\x1f{cell}\x1f{task or ''}"
         per_task.append(stats.resample_statistic(RATE, found, stats.generator_for(key)))
     return np.mean(per_task, axis=0)

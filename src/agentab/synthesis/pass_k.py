@@ -18,11 +18,12 @@ family, as the A/A copy's do, and carry no Holm p.
 
 from __future__ import annotations
 
+import functools
 from math import comb
 
 import numpy as np
 
-from agentab import stats
+from agentab import stats, workers
 from agentab.metrics import RATE
 from agentab.stats import discrete_laws, resampling
 from agentab.stats.strata import ALL, stratum_key
@@ -70,43 +71,60 @@ def task_groups(scored: ScoredValues, cell: str, metric: str, strata: list) -> d
 
 def pass_k_gaps(scored: ScoredValues, scenario, types) -> list[Gap]:
     """The pass^k gap of every rate against the reference, each cell but the A/A copy."""
+    (gaps,) = workers.run_all([pass_k_work(scored, scenario, types)])
+    return gaps
+
+
+def pass_k_work(scored: ScoredValues, scenario, types) -> workers.Work:
+    """`pass_k_gaps` as jobs, one per rate metric."""
     strata = _strata(scenario)
     if len(scenario.cells) < 2 or len(strata) < 2:
-        return []  # with one task, pass^k is 0 or 1: whether that task succeeded every time
-    reference = scenario.reference
+        # With one task, pass^k is 0 or 1: whether that task succeeded every time.
+        return workers.Work([], [], lambda found: [])
     cells = [cell.name for cell in scenario.cells if not cell.is_aa]
     rates = [metric for metric in scenario.metrics if types[metric].kind == RATE]
+    jobs = [
+        functools.partial(metric_pass_k_gaps, scored, scenario, metric, cells, strata)
+        for metric in rates
+    ]
+    return workers.Work(jobs, [len(cells) * len(strata)] * len(jobs), _joined)
+
+
+def metric_pass_k_gaps(scored: ScoredValues, scenario, metric: str, cells, strata) -> list[Gap]:
+    """One rate's pass^k gaps, in the cells' order."""
+    reference = scenario.reference
+    groups = {cell: task_groups(scored, cell, metric, strata) for cell in cells}
+    k = choose_k(scenario, [values for cell in cells for values in groups[cell].values()])
+    if k is None:
+        return []
+    name = metric_name(metric, k)
+    value_ref, draws_ref = pooled_draws(groups[reference], k, name, reference)
     found = []
-    for metric in rates:
-        groups = {cell: task_groups(scored, cell, metric, strata) for cell in cells}
-        k = choose_k(scenario, [values for cell in cells for values in groups[cell].values()])
-        if k is None:
+    for cell in cells:
+        if cell == reference:
             continue
-        name = metric_name(metric, k)
-        value_ref, draws_ref = pooled_draws(groups[reference], k, name, reference)
-        for cell in cells:
-            if cell == reference:
-                continue
-            value, draws = pooled_draws(groups[cell], k, name, cell)
-            verdict = stats.verdict_from_draws(value - value_ref, draws - draws_ref, (-1.0, 1.0))
-            gap = Gap(
-                cell=cell,
-                reference=reference,
-                metric=name,
-                kind=RATE,
-                n_cell=runs_of(groups[cell]),
-                n_ref=runs_of(groups[reference]),
-                value_cell=value,
-                value_ref=value_ref,
-                verdict=verdict,
-                p_holm=None,
-                task=ALL,
-                fewest_in_a_task=min(
-                    map(len, [*groups[cell].values(), *groups[reference].values()])
-                ),
-            )
-            found.append(too_few_runs(gap))
+        value, draws = pooled_draws(groups[cell], k, name, cell)
+        verdict = stats.verdict_from_draws(value - value_ref, draws - draws_ref, (-1.0, 1.0))
+        gap = Gap(
+            cell=cell,
+            reference=reference,
+            metric=name,
+            kind=RATE,
+            n_cell=runs_of(groups[cell]),
+            n_ref=runs_of(groups[reference]),
+            value_cell=value,
+            value_ref=value_ref,
+            verdict=verdict,
+            p_holm=None,
+            task=ALL,
+            fewest_in_a_task=min(map(len, [*groups[cell].values(), *groups[reference].values()])),
+        )
+        found.append(too_few_runs(gap))
     return found
+
+
+def _joined(found: list[list[Gap]]) -> list[Gap]:
+    return [gap for gaps in found for gap in gaps]
 
 
 def runs_of(groups: dict[str, list]) -> int:

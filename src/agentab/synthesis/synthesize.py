@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentab import workers
 from agentab.layout import SYNTHESIS_FILES, ResultsFolder
 from agentab.synthesis.figures.figure import render_figure
 from agentab.synthesis.figures.frontier_figure import render_frontier
-from agentab.synthesis.frontier import frontier
+from agentab.synthesis.frontier import frontier, frontier_work
 from agentab.synthesis.looks import design_of, record_look, runs_per_cell
-from agentab.synthesis.pass_k import pass_k_gaps
+from agentab.synthesis.pass_k import pass_k_work
 from agentab.synthesis.prose import render_markdown
 from agentab.synthesis.runs.results import load_frozen_scenario, missing_runs, read_all_runs
 from agentab.synthesis.tables import write_gaps_table, write_run_tables
@@ -31,8 +32,8 @@ from agentab.synthesis.verdicts import (
     ScoredValues,
     SynthesisResult,
     compute_cell_values,
-    compute_gaps,
     decide_metric_types,
+    gap_work,
 )
 from agentab.synthesis.wave_verdicts import sequential_gaps
 from agentab.synthesis.waves import replay_if_sequential
@@ -67,13 +68,17 @@ def synthesize(results_dir: Path) -> SynthesisResult:
         looks=record_look(results_dir, runs_per_cell(runs, scenario), design_of(scenario)),
     )
 
-    # What needs no verdict is written while the groups are resampled.
-    result.gaps = compute_gaps(
-        scored, scenario, types, cell_values, meanwhile=lambda: write_run_tables(result, scenario)
+    # Everything resampled, on the processor's cores; what needs no verdict is written meanwhile.
+    result.gaps, result.pass_k, result.memo["frontier"] = workers.run_all(
+        [
+            gap_work(scored, scenario, types, cell_values),
+            pass_k_work(scored, scenario, types),
+            frontier_work(result, scenario, scored),
+        ],
+        meanwhile=lambda: write_run_tables(result, scenario),
     )
     if plan is not None:
         result.gaps = sequential_gaps(result.gaps, plan)
-    result.pass_k = pass_k_gaps(scored, scenario, types)
     write_verdict_outputs(result, scenario)
     return result
 

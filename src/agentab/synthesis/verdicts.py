@@ -9,16 +9,15 @@ nothing depends on time or on the order gaps are computed.
 from __future__ import annotations
 
 import dataclasses
-import os
+import functools
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from agentab import stats
+from agentab import stats, workers
 from agentab.metrics import DIAGNOSTIC, MEDIAN, RATE, Aggregate, MetricType, aggregate, metric_type
 from agentab.stats import resampling
 from agentab.stats.strata import (
@@ -33,8 +32,6 @@ from agentab.stats.strata import (
 from agentab.synthesis.runs.results import BadFile, MissingRun, RunRecord
 
 HOLM_LEVEL = 0.05
-# Threads that resample groups; numpy draws without holding the interpreter lock.
-WORKERS = max(1, min(4, os.cpu_count() or 1))
 PENDING_NOTE = "no value yet: pending a human form in every valid run"
 SHORT_OF_RUNS = f"fewer than {stats.MIN_RUNS_PER_GROUP} valid runs per group"
 SHORT_IN_A_TASK = f"fewer than {stats.MIN_RUNS_PER_TASK} valid runs of a cell in a task"
@@ -271,63 +268,44 @@ def compute_gaps(
     With one task, each group (a cell's values of a metric) is bootstrapped once and its draws
     serve every gap it is in; a per-task gap is bootstrapped as its task alone would be. A
     pooled gap over several tasks is judged from the stratified shuffles of its two cells
-    (`strata.pooled_gap_verdict`). The work runs on worker threads (numpy draws without holding
-    the interpreter lock); each group and each pair has its own random stream, so neither the
-    threads nor their order change any draw. `meanwhile`, if given, runs on the calling thread
-    while they work.
+    (`strata.pooled_gap_verdict`). Each metric's gaps are one job (`workers`: on the
+    processor's cores); each group and each pair has its own random stream, so neither the
+    processes nor their order change any draw. `meanwhile`, if given, runs in this process
+    while the jobs do.
     """
+    (gaps,) = workers.run_all([gap_work(scored, scenario, types, cell_values)], meanwhile)
+    return gaps
+
+
+def gap_work(scored: ScoredValues, scenario, types, cell_values: list[CellValue]) -> workers.Work:
+    """`compute_gaps` as jobs, one per metric, and the assembly of their verdicts."""
     if len(scenario.cells) < 2:
-        if meanwhile is not None:
-            meanwhile()
-        return []
+        return workers.Work([], [], lambda found: [])
     strata = _strata(scenario)
-    reference = scenario.reference
     by_key = {(row.cell, row.metric, row.task): row.aggregate for row in cell_values}
-    aa = {cell.name for cell in scenario.cells if getattr(cell, "is_aa", False)}
     judged = judged_gaps(scenario, types, by_key, strata)
-    pooled_over_tasks = len(strata) > 1
-    scales = metric_scales(scored, scenario, types) if pooled_over_tasks else {}
+    scales = metric_scales(scored, scenario, types) if len(strata) > 1 else {}
+    judge = GapJudge(scored, types, strata, scenario.reference, scales)
+    by_metric: dict[str, list] = defaultdict(list)
+    for index, entry in enumerate(judged):
+        by_metric[entry[1]].append((index, entry))
+    jobs = [functools.partial(judge.verdicts, entries) for entries in by_metric.values()]
+    costs = [judge.cost(entries) for entries in by_metric.values()]
 
-    def values_of(cell: str, metric: str, task: str) -> list:
-        return scored.of_task(cell, metric, task) if task else scored.get(cell, metric)
+    def assemble(found: list) -> list[Gap]:
+        verdicts: list = [None] * len(judged)
+        for index, verdict in (item for items in found for item in items):
+            verdicts[index] = verdict
+        return assembled_gaps(scenario, types, by_key, strata, scales, judged, verdicts)
 
-    def bootstrap(group: tuple[str, str, str]) -> np.ndarray:
-        cell, metric, task = group
-        rng = resampling.generator_for(stratum_key(metric, cell, task))
-        return resampling.resample_statistic(types[metric].kind, values_of(cell, metric, task), rng)
+    return workers.Work(jobs, costs, assemble)
 
-    def shuffle(cell: str, metric: str) -> stats.GapVerdict:
-        mine = [scored.of_task(cell, metric, task) for task in strata]
-        theirs = [scored.of_task(reference, metric, task) for task in strata]
-        kind, key = types[metric].kind, pooled_gap_key(metric, cell, reference)
-        return pooled_gap_verdict(kind, scales[metric], mine, theirs, key)
 
-    plain = {
-        (who, metric, "" if task == ALL else task): None
-        for cell, metric, task, _, _ in judged
-        if task != ALL or not pooled_over_tasks
-        for who in (reference, cell)
-    }
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        draws = {group: pool.submit(bootstrap, group) for group in plain}
-        shuffled = {
-            (cell, metric): pool.submit(shuffle, cell, metric)
-            for cell, metric, task, _, _ in judged
-            if task == ALL and pooled_over_tasks
-        }
-        if meanwhile is not None:
-            meanwhile()
-        verdicts = []
-        for cell, metric, task, mine, theirs in judged:
-            if task == ALL and pooled_over_tasks:
-                verdicts.append(shuffled[cell, metric].result())
-                continue
-            group = "" if task == ALL else task
-            gap_draws = (
-                draws[cell, metric, group].result() - draws[reference, metric, group].result()
-            )
-            # A pooled value is the equal-weight mean of the tasks' statistics (`strata`): their gap.
-            verdicts.append(stats.verdict_from_draws(mine.value - theirs.value, gap_draws))
+def assembled_gaps(scenario, types, by_key, strata, scales, judged, verdicts) -> list[Gap]:
+    """The gaps of the judged entries, given their verdicts: Holm's p, the order of the table,
+    and what too few runs mean."""
+    reference = scenario.reference
+    aa = {cell.name for cell in scenario.cells if getattr(cell, "is_aa", False)}
     adjusted = holm_by_family(judged, verdicts, aa)
     gaps = [
         Gap(
@@ -353,6 +331,52 @@ def compute_gaps(
     # The pooled gaps first (the family, then the A/A copy's), the per-task gaps after.
     gaps.sort(key=lambda gap: (not gap.pooled, gap.calibration))
     return [too_few_runs(gap) if gap.pooled else gap for gap in gaps]
+
+
+@dataclass(frozen=True)
+class GapJudge:
+    """What a gap's verdict is drawn from: the values, the metrics' types and pooling scales,
+    the tasks ([""] for one) and the reference."""
+
+    scored: ScoredValues
+    types: dict
+    strata: list
+    reference: str
+    scales: dict
+
+    def verdicts(self, entries: list[tuple[int, tuple]]) -> list[tuple[int, stats.GapVerdict]]:
+        """(index, verdict) of each (index, judged gap) of one metric; the reference's draws of
+        a group serve every gap against it."""
+        theirs_drawn: dict[str, np.ndarray] = {}
+        found = []
+        for index, (cell, metric, task, mine, theirs) in entries:
+            if task == ALL and len(self.strata) > 1:
+                found.append((index, self.shuffled_verdict(cell, metric)))
+                continue
+            group = "" if task == ALL else task
+            if group not in theirs_drawn:
+                theirs_drawn[group] = self.bootstrap(self.reference, metric, group)
+            gap_draws = self.bootstrap(cell, metric, group) - theirs_drawn[group]
+            # A pooled value is the equal-weight mean of the tasks' statistics (`strata`).
+            found.append((index, stats.verdict_from_draws(mine.value - theirs.value, gap_draws)))
+        return found
+
+    def cost(self, entries: list[tuple[int, tuple]]) -> int:
+        """About how many arrays of draws the verdicts of these entries make."""
+        pooled = len(self.strata) > 1
+        tasks = len(self.strata) * (2 if self.types[entries[0][1][1]].kind == MEDIAN else 1)
+        return sum(tasks if pooled and entry[2] == ALL else 1 for _, entry in entries)
+
+    def bootstrap(self, cell: str, metric: str, task: str) -> np.ndarray:
+        values = self.scored.of_task(cell, metric, task) if task else self.scored.get(cell, metric)
+        rng = resampling.generator_for(stratum_key(metric, cell, task))
+        return resampling.resample_statistic(self.types[metric].kind, values, rng)
+
+    def shuffled_verdict(self, cell: str, metric: str) -> stats.GapVerdict:
+        mine = [self.scored.of_task(cell, metric, task) for task in self.strata]
+        theirs = [self.scored.of_task(self.reference, metric, task) for task in self.strata]
+        kind, key = self.types[metric].kind, pooled_gap_key(metric, cell, self.reference)
+        return pooled_gap_verdict(kind, self.scales[metric], mine, theirs, key)
 
 
 def judged_gaps(scenario, types, by_key: dict, strata: list[str]) -> list[tuple]:

@@ -1,0 +1,110 @@
+"""Independent jobs spread over the processor's cores, in forked processes (the synthesis's).
+
+A job (the verdicts of one metric's gaps, a share of the run files) reads only what the
+synthesis had computed before the jobs started, and draws from random streams of its own, so its
+result is the same in a worker as in the synthesis's own process: the outputs do not depend on
+how many cores ran them (a test compares both ways, byte for byte).
+
+Workers are forked, so a job needs nothing pickled but its result. A fork is taken only from a
+process with one thread (a lock another thread held at the fork would stay locked in the child)
+and where the platform forks; otherwise, and on one core, the jobs run one after the other in
+the calling process. Threads are no help here: what a job spends is short numpy calls and
+Python between them, which the interpreter lock serializes.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+Result = TypeVar("Result")
+
+# More workers than this gain nothing on the synthesis's sizes: a job is tens of milliseconds.
+MOST_WORKERS = 4
+# Below this total cost (about as many arrays of 10 000 draws) the work is done before the
+# workers would have started.
+COST_WORTH_A_FORK = 100
+_JOBS: Sequence[Callable[[], object]] = ()
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (a cluster job's allocation, not the machine's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this platform
+        return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
+def worker_count(jobs: int) -> int:
+    """How many worker processes `jobs` jobs get here: 0 to run them in this process."""
+    workers = min(usable_cores(), MOST_WORKERS, jobs)
+    return workers if workers >= 2 and can_fork() else 0
+
+
+def run_jobs(
+    jobs: Sequence[Callable[[], Result]],
+    meanwhile: Callable[[], object] | None = None,
+    workers: int | None = None,
+) -> list[Result]:
+    """Each job's result, in the jobs' order. `meanwhile`, if given, runs in this process while
+    the workers work. Give the longest jobs first: they are handed out in order, one at a time,
+    to whichever worker is free. `workers` = 0 runs everything here."""
+    global _JOBS
+    workers = worker_count(len(jobs)) if workers is None else workers
+    if workers == 0:
+        if meanwhile is not None:
+            meanwhile()
+        return [job() for job in jobs]
+    _JOBS = jobs  # what the forked workers find, unpickled
+    # Objects made before the fork are left out of the collector's passes: a pass in a worker
+    # would touch every one of them and copy the synthesis's memory page by page.
+    gc.freeze()
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            pending = pool.map_async(_run_job, range(len(jobs)), chunksize=1)
+            if meanwhile is not None:
+                meanwhile()
+            return pending.get()
+    finally:
+        _JOBS = ()
+        gc.unfreeze()
+
+
+@dataclass(frozen=True)
+class Work:
+    """Jobs, what each costs (in any unit: only their order counts), and how their results, in
+    the jobs' order, make the answer."""
+
+    jobs: Sequence[Callable[[], object]]
+    costs: Sequence[float]
+    assemble: Callable[[list], object]
+
+
+def run_all(works: Sequence[Work], meanwhile: Callable[[], object] | None = None) -> list:
+    """Each work's answer, every job of every work run together, the costliest first."""
+    jobs = [job for work in works for job in work.jobs]
+    costs = [cost for work in works for cost in work.costs]
+    order = sorted(range(len(jobs)), key=lambda index: -costs[index])
+    count = worker_count(len(jobs)) if sum(costs) >= COST_WORTH_A_FORK else 0
+    results: list = [None] * len(jobs)
+    ordered = run_jobs([jobs[i] for i in order], meanwhile, count)
+    for index, found in zip(order, ordered, strict=True):
+        results[index] = found
+    answers, start = [], 0
+    for work in works:
+        answers.append(work.assemble(results[start : start + len(work.jobs)]))
+        start += len(work.jobs)
+    return answers
+
+
+def _run_job(index: int):
+    return _JOBS[index]()
