@@ -421,6 +421,14 @@ def test_an_alias_table_draws_the_hypergeometric_exactly(good, bad, sample):
     assert np.array_equal(drawn, again)  # the same seed, the same draws
 
 
+def test_the_largest_uniform_scaled_by_a_tables_size_stays_below_it():
+    """A draw reads slot floor(u * size) with no clamp: u < 1 times size rounds below size."""
+    largest = np.nextafter(1.0, 0.0)
+    many = np.random.default_rng(3).integers(200_000, 2**40, size=100_000)
+    sizes = np.concatenate((np.arange(1, 200_000), many)).astype(float)
+    assert np.all((largest * sizes).astype(np.intp) < sizes)
+
+
 @pytest.mark.parametrize("trials", [1, 2, 7, 67, 334])
 def test_an_alias_tables_draws_are_the_slot_and_fraction_rule_to_the_last_draw(trials):
     """The draw compares the scaled uniform with a threshold per slot instead of its fraction
@@ -438,7 +446,7 @@ def test_an_alias_tables_draws_are_the_slot_and_fraction_rule_to_the_last_draw(t
         )
         uniforms = np.clip(uniforms, 0, np.nextafter(1, 0))
         scaled = uniforms * size
-        slot = np.minimum(scaled.astype(np.intp), size - 1)
+        slot = np.minimum(scaled.astype(np.intp), size - 1)  # the rule as first written
         kept = (scaled - slot) < table.keep[slot]
         expected = table.values[np.where(kept, slot, table.alias[slot])]
 

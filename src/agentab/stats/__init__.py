@@ -18,6 +18,8 @@ def __getattr__(name: str):
         raise AttributeError(name)
     rule = importlib.import_module("agentab.stats.rule")
     try:
-        return getattr(rule, name)
+        value = getattr(rule, name)
     except AttributeError:
         raise AttributeError(f"module 'agentab.stats' has no attribute {name!r}") from None
+    globals()[name] = value  # found once: the next use is a plain attribute, thousands a synthesis
+    return value

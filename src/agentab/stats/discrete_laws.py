@@ -40,11 +40,9 @@ class AliasTable:
     def draw(self, rng: np.random.Generator, draws: int) -> np.ndarray:
         """`draws` values of the law, from `draws` uniforms of `rng`: the whole part of
         size * u picks the slot, its fraction decides between the slot and its alias."""
-        size = self.keep.size
         scaled = rng.random(draws)
-        scaled *= size
+        scaled *= self.keep.size  # below size: u < 1 rounds down to a double below it (tested)
         slot = scaled.astype(np.intp)
-        np.minimum(slot, size - 1, out=slot)
         aliased = scaled >= self.threshold[slot]  # the fraction reaches keep[slot]
         slot <<= 1
         slot += aliased

@@ -56,12 +56,19 @@ def pooled_draws(groups: dict[str, list], k: int, key: str, cell: str) -> tuple[
     estimates, draws = [], []
     for task, values in groups.items():
         successes, runs = resampling.count_successes(values), len(values)
-        table = np.array([pass_hat_k(c, runs, k) for c in range(runs + 1)])
+        table = pass_k_table(runs, k)
         rng = resampling.generator_for(stratum_key(key, cell, task))
         drawn = discrete_laws.binomial(runs, successes).draw(rng, resampling.DRAWS)
         estimates.append(table[successes])
         draws.append(table[np.asarray(drawn, dtype=np.intp)])
     return float(np.mean(estimates)), np.mean(draws, axis=0)
+
+
+@functools.lru_cache(maxsize=256)
+def pass_k_table(runs: int, k: int) -> np.ndarray:
+    """pass^k's estimate at each count of successes among `runs`: the same few sizes come back
+    for every cell and task."""
+    return np.array([pass_hat_k(c, runs, k) for c in range(runs + 1)])
 
 
 def task_groups(scored: ScoredValues, cell: str, metric: str, strata: list) -> dict[str, list]:
