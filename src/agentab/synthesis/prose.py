@@ -236,7 +236,14 @@ def render_markdown(result: SynthesisResult, scenario) -> str:
 
 
 def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
-    """Cells whose treatment did not reach the model, by their receipts (DESIGN §8)."""
+    """The warnings first in synthesis.md: the A/A copy's established gaps, then the runs'."""
+    return aa_warnings(result, describe_gap_figures) + run_facts(result, scenario)["run_warnings"]
+
+
+def run_warnings(result: SynthesisResult, scenario) -> list[str]:
+    """What the runs alone warn of: unconfined runs, environments, protected edits, unused
+    bricks, changed files, earlier looks, and treatments that did not reach the model, by their
+    receipts (DESIGN §8)."""
     undelivered: Counter = Counter()
     prints: dict[str, set] = defaultdict(set)
     for run in result.runs:
@@ -245,8 +252,7 @@ def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
             undelivered[run.cell] += 1
         if receipt.get("fingerprint"):
             prints[run.cell].add(receipt["fingerprint"])
-    warnings = aa_warnings(result, describe_gap_figures)
-    warnings += unconfined_warning(result) + environment_warnings(result, scenario)
+    warnings = unconfined_warning(result) + environment_warnings(result, scenario)
     warnings += protected_edit_warnings(result, scenario) + brick_use_warnings(result, scenario)
     warnings += changed_runs_warnings(result) + looks_warning(result.looks)
     warnings += [
@@ -307,10 +313,51 @@ def unconfined_warning(result: SynthesisResult) -> list[str]:
     ]
 
 
-def report_context(result: SynthesisResult, scenario) -> dict:
+def run_facts(result: SynthesisResult, scenario) -> dict:
+    """What synthesis.md says of the runs alone, no verdict needed: once per synthesis, which
+    computes it while its workers resample the gaps (`synthesize`)."""
+    if "run_facts" not in result.memo:
+        result.memo["run_facts"] = _run_facts(result, scenario)
+    return result.memo["run_facts"]
+
+
+def _run_facts(result: SynthesisResult, scenario) -> dict:
     counts = result.status_counts()
     status_by_cell = Counter((run.cell, run.status) for run in result.runs)
     missing_by_cell = Counter(missing.cell for missing in result.missing)
+    usage = usage_totals(result.runs)
+    return {
+        "limits": limits_line(result, scenario),
+        "run_warnings": run_warnings(result, scenario),
+        "bricks": brick_use_rows(result, scenario),
+        "counts": {status: counts.get(status, 0) for status in STATUSES},
+        "matrix": [
+            {
+                "cell": cell,
+                "delta": describe_delta(cell),
+                "settings": describe_settings(cell),
+                "is_reference": cell.name == scenario.reference,
+                **{status: status_by_cell.get((cell.name, status), 0) for status in STATUSES},
+                "missing": missing_by_cell.get(cell.name, 0),
+            }
+            for cell in scenario.cells
+        ],
+        "invalid": group_reasons(result.runs, "invalid"),
+        "failed": group_reasons(result.runs, "failed"),
+        "provenance": provenance_rows(result, scenario),
+        "usage": {
+            "runs": len(result.runs),
+            "duration_s": count_text(usage["duration_s"]),
+            "input_tokens": count_text(usage["input_tokens"]),
+            "output_tokens": count_text(usage["output_tokens"]),
+            "cost_usd": f"{usage['cost_usd']:.2f}",
+            "priced_runs": usage["priced_runs"],
+        },
+    }
+
+
+def report_context(result: SynthesisResult, scenario) -> dict:
+    facts = run_facts(result, scenario)
     values = {(row.cell, row.metric): row for row in result.cell_values if row.task == ALL}
     every_value = {(row.cell, row.metric, row.task): row for row in result.cell_values}
     isolated = [
@@ -319,12 +366,10 @@ def report_context(result: SynthesisResult, scenario) -> dict:
     pending = Counter()
     for row in result.cell_values:
         pending[row.metric] += row.pending
-    usage = usage_totals(result.runs)
     most_waves = result.waves.most if result.waves else 0
     return {
-        "limits": limits_line(result, scenario),
+        **{key: value for key, value in facts.items() if key != "run_warnings"},
         "warnings": treatment_warnings(result, scenario),
-        "bricks": brick_use_rows(result, scenario),
         "scenario": scenario,
         "stats": stats,
         "holm_level": HOLM_LEVEL,
@@ -341,18 +386,6 @@ def report_context(result: SynthesisResult, scenario) -> dict:
         "calibration": [gap_row(gap, every_value, most_waves) for gap in result.calibration],
         "calibration_summary": calibration_summary(result.calibration),
         "pass_k": [pass_k_row(gap) for gap in result.pass_k],
-        "counts": {status: counts.get(status, 0) for status in STATUSES},
-        "matrix": [
-            {
-                "cell": cell,
-                "delta": describe_delta(cell),
-                "settings": describe_settings(cell),
-                "is_reference": cell.name == scenario.reference,
-                **{status: status_by_cell.get((cell.name, status), 0) for status in STATUSES},
-                "missing": missing_by_cell.get(cell.name, 0),
-            }
-            for cell in scenario.cells
-        ],
         "metrics": [
             {
                 "name": metric,
@@ -366,8 +399,6 @@ def report_context(result: SynthesisResult, scenario) -> dict:
         "established": [describe_gap_plainly(gap, values) for gap in result.established],
         "surviving_holm": sum(gap.survives_holm for gap in result.family),
         "isolated": [{"row": row, "text": describe_isolated(row)} for row in isolated],
-        "invalid": group_reasons(result.runs, "invalid"),
-        "failed": group_reasons(result.runs, "failed"),
         "pending": [
             {"metric": metric, "count": pending[metric], "forms": forms_filling(scenario, metric)}
             for metric in scenario.metrics
@@ -375,15 +406,6 @@ def report_context(result: SynthesisResult, scenario) -> dict:
         ],
         "missing": result.missing,
         "bad_files": result.bad_files,
-        "provenance": provenance_rows(result, scenario),
-        "usage": {
-            "runs": len(result.runs),
-            "duration_s": count_text(usage["duration_s"]),
-            "input_tokens": count_text(usage["input_tokens"]),
-            "output_tokens": count_text(usage["output_tokens"]),
-            "cost_usd": f"{usage['cost_usd']:.2f}",
-            "priced_runs": usage["priced_runs"],
-        },
         **questions_context(result, scenario),  # the judge against people, cost, tasks
     }
 

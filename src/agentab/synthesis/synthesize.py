@@ -25,7 +25,7 @@ from agentab.synthesis.figures.frontier_figure import render_frontier
 from agentab.synthesis.frontier import frontier, frontier_work
 from agentab.synthesis.looks import design_of, record_look, runs_per_cell
 from agentab.synthesis.pass_k import pass_k_work
-from agentab.synthesis.prose import render_markdown
+from agentab.synthesis.prose import render_markdown, run_facts
 from agentab.synthesis.runs.results import load_frozen_scenario, missing_runs, read_all_runs
 from agentab.synthesis.tables import write_gaps_table, write_run_tables
 from agentab.synthesis.verdicts import (
@@ -75,12 +75,18 @@ def synthesize(results_dir: Path) -> SynthesisResult:
             pass_k_work(scored, scenario, types),
             frontier_work(result, scenario, scored),
         ],
-        meanwhile=lambda: write_run_tables(result, scenario),
+        meanwhile=lambda: needing_no_verdict(result, scenario),
     )
     if plan is not None:
         result.gaps = sequential_gaps(result.gaps, plan)
     write_verdict_outputs(result, scenario)
     return result
+
+
+def needing_no_verdict(result: SynthesisResult, scenario) -> None:
+    """cells.csv, measures.csv, and what synthesis.md says of the runs alone."""
+    write_run_tables(result, scenario)
+    run_facts(result, scenario)
 
 
 def output_paths(out: Path) -> dict[str, Path]:
