@@ -191,9 +191,11 @@ def provenance_rows(result: SynthesisResult, scenario) -> list[dict]:
     """Per cell, every distinct value each provenance field took across its runs."""
     seen: dict[tuple[str, str], set] = defaultdict(set)
     for run in result.runs:
+        provenance, cell = run.provenance, run.cell
         for name in PROVENANCE_FIELDS:
-            if run.provenance.get(name) not in (None, ""):
-                seen[run.cell, name].add(str(run.provenance[name]))
+            value = provenance.get(name)
+            if value is not None and value != "":
+                seen[cell, name].add(str(value))
     return [
         {"cell": cell.name}
         | {name: ", ".join(sorted(seen[cell.name, name])) or "—" for name in PROVENANCE_FIELDS}
@@ -202,24 +204,32 @@ def provenance_rows(result: SynthesisResult, scenario) -> list[dict]:
 
 
 def usage_totals(runs: list[RunRecord]) -> dict:
-    def total(getter, among=runs) -> float:
-        found = (getter(run.provenance) for run in among)
-        return sum(v for v in found if isinstance(v, int | float) and not isinstance(v, bool))
-
-    # The offline model costs nothing, unless its policy sets a price (to try a budget).
-    priced = [
-        run
-        for run in runs
-        if run.provenance.get("provider") != "offline" or (run.provenance.get("cost_usd") or 0) > 0
-    ]
-
-    return {
-        "duration_s": total(lambda p: p.get("duration_s")),
-        "input_tokens": total(lambda p: (p.get("tokens") or {}).get("input")),
-        "output_tokens": total(lambda p: (p.get("tokens") or {}).get("output")),
-        "cost_usd": total(lambda p: p.get("cost_usd"), priced),
-        "priced_runs": len(priced),
+    """Time, tokens and cost over the runs, in one pass (each total summed as sum() sums)."""
+    parts: dict[str, list] = {"duration_s": [], "input_tokens": [], "output_tokens": []}
+    costs, priced_runs = [], 0
+    for run in runs:
+        provenance = run.provenance
+        tokens = provenance.get("tokens") or {}
+        for name, value in (
+            ("duration_s", provenance.get("duration_s")),
+            ("input_tokens", tokens.get("input")),
+            ("output_tokens", tokens.get("output")),
+        ):
+            if _is_number(value):
+                parts[name].append(value)
+        # The offline model costs nothing, unless its policy sets a price (to try a budget).
+        if provenance.get("provider") != "offline" or (provenance.get("cost_usd") or 0) > 0:
+            priced_runs += 1
+            if _is_number(provenance.get("cost_usd")):
+                costs.append(provenance["cost_usd"])
+    return {name: sum(values) for name, values in parts.items()} | {
+        "cost_usd": sum(costs),
+        "priced_runs": priced_runs,
     }
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def markdown_table_text(value: object) -> str:
