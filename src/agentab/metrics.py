@@ -67,9 +67,27 @@ def value_family(value: object) -> str:
     return "other"
 
 
+def value_families(values: Iterable[object]) -> set[str]:
+    """{value_family(value) for value in values}, deciding by type first: 100 000 values in a
+    large synthesis are mostly booleans, or numbers whose only question is whether they are
+    finite (a float) or within a float's range (an integer)."""
+    values = list(values)
+    kinds = set(map(type, values))
+    if not kinds:
+        return set()
+    if kinds == {bool}:
+        return {"boolean"}
+    if kinds <= {int, float}:
+        floats_finite = all(map(math.isfinite, (v for v in values if type(v) is float)))
+        ints_fit = all(abs(v) <= sys.float_info.max for v in values if type(v) is int)
+        if floats_finite and ints_fit:
+            return {"number"}
+    return {value_family(value) for value in values}
+
+
 def metric_type(values: Iterable[object]) -> MetricType:
     """Decide how a metric aggregates from every valid value it took, across all cells."""
-    families = sorted({value_family(value) for value in values})
+    families = sorted(value_families(values))
     if not families:
         return MetricType(DIAGNOSTIC, "no valid run returned a value")
     if len(families) > 1:

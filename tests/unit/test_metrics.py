@@ -101,3 +101,34 @@ def test_a_diagnostic_metric_is_counted_but_never_aggregated():
 
 def test_a_cell_without_values_has_no_value():
     assert metrics.aggregate(MEDIAN, []).value is None
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.booleans(),
+            st.integers(min_value=-(10**400), max_value=10**400),
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.text(max_size=3),
+            st.none(),
+            st.lists(st.integers(), max_size=2),
+        ),
+        max_size=30,
+    )
+)
+def test_the_families_decided_by_type_first_are_each_values_own(values):
+    assert metrics.value_families(values) == {metrics.value_family(value) for value in values}
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(min_value=-(10**400), max_value=10**400),
+            st.floats(allow_nan=True, allow_infinity=True),
+        ),
+        max_size=30,
+    )
+    | st.lists(st.booleans(), max_size=30)
+)
+def test_the_families_of_numbers_or_booleans_alone_are_each_values_own(values):
+    assert metrics.value_families(values) == {metrics.value_family(value) for value in values}

@@ -63,14 +63,17 @@ def pooled_statistic(kind: str, per_task: Sequence[Sequence[float]], scale: str 
 
 
 def pooled_aggregate(
-    kind: str, per_task: Sequence[Sequence], scale: str = LINEAR
+    kind: str,
+    per_task: Sequence[Sequence],
+    scale: str = LINEAR,
+    task_aggregates: Sequence[Aggregate] | None = None,
 ) -> tuple[Aggregate, str]:
     """A cell's pooled value of a metric over several tasks, and a note for the reader.
 
     n (and k for a rate) count every valid run of every task; the value is the equal-weight
     mean of the per-task statistics (geometric on the log scale), so it has no Wilson interval
     or IQR of its own: the per-task rows carry the dispersion, and a gap's interval comes from
-    the shuffles.
+    the shuffles. `task_aggregates`: each task's `aggregate`, when the caller has them.
     """
     n = sum(len(values) for values in per_task)
     k = sum(1 for values in per_task for value in values if value is True) if kind == RATE else None
@@ -81,7 +84,9 @@ def pooled_aggregate(
             "pooled value needs every task"
         )
         return Aggregate(kind, n, k=k), note
-    values = [aggregate(kind, list(group)).value for group in per_task]
+    if task_aggregates is None:  # each task's own, when the caller has not made them
+        task_aggregates = [aggregate(kind, list(group)) for group in per_task]
+    values = [found.value for found in task_aggregates]
     if scale == LOG:
         mean = float(np.exp(np.mean(np.log(values))))
         return Aggregate(kind, n, value=mean), f"geometric mean of {len(per_task)} tasks' medians"

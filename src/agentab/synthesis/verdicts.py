@@ -171,12 +171,13 @@ class ScoredValues:
         for run in runs:
             if run.status != "valid":
                 continue
+            cell, task, found, waiting = run.cell, run.task, run.metrics, run.pending
             for metric in metrics:
-                if metric in run.pending:
-                    pending[run.cell, metric] += 1
-                elif metric in run.metrics:
-                    values[run.cell, metric].append(run.metrics[metric])
-                    by_task[run.cell, metric, run.task].append(run.metrics[metric])
+                if waiting and metric in waiting:
+                    pending[cell, metric] += 1
+                elif metric in found:
+                    values[cell, metric].append(found[metric])
+                    by_task[cell, metric, task].append(found[metric])
         return cls(dict(values), pending, dict(by_task))
 
     def get(self, cell: str, metric: str) -> list:
@@ -233,24 +234,17 @@ def compute_cell_values(scored: ScoredValues, scenario, types) -> list[CellValue
             pending = scored.pending[cell.name, metric]
             if len(strata) == 1 or kind == DIAGNOSTIC:
                 value = aggregate(kind, scored.get(cell.name, metric))
-            else:
-                per_task = [scored.of_task(cell.name, metric, task) for task in strata]
-                value, pooled_note = pooled_aggregate(kind, per_task, scales[metric])
-                note = "; ".join(text for text in (note, pooled_note) if text)
-            scale = scales.get(metric, LINEAR)
-            rows.append(CellValue(cell.name, metric, value, pending, note, scale=scale))
-            if len(strata) > 1 and kind != DIAGNOSTIC:
-                rows += [
-                    CellValue(
-                        cell.name,
-                        metric,
-                        aggregate(kind, scored.of_task(cell.name, metric, task)),
-                        0,
-                        "per task: descriptive",
-                        task=task,
-                    )
-                    for task in strata
-                ]
+                rows.append(CellValue(cell.name, metric, value, pending, note))
+                continue
+            per_task = [scored.of_task(cell.name, metric, task) for task in strata]
+            each = [aggregate(kind, values) for values in per_task]
+            value, pooled_note = pooled_aggregate(kind, per_task, scales[metric], each)
+            note = "; ".join(text for text in (note, pooled_note) if text)
+            rows.append(CellValue(cell.name, metric, value, pending, note, scale=scales[metric]))
+            rows += [
+                CellValue(cell.name, metric, found, 0, "per task: descriptive", task=task)
+                for task, found in zip(strata, each, strict=True)
+            ]
     return rows
 
 
