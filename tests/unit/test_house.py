@@ -168,3 +168,20 @@ def test_every_package_says_what_it_is_for():
         and ast.get_docstring(ast.parse(init.read_text())) is None
     ]
     assert not silent, silent
+
+
+def test_each_statistics_module_imports_first_on_its_own():
+    """The pure package can be read and used a module at a time: each of its modules is the
+    first thing a fresh interpreter imports (its lazy face once made `resampling` fail so)."""
+    import subprocess
+    import sys
+
+    from agentab import stats
+
+    names = sorted(p.stem for p in (PACKAGE / "stats").glob("*.py") if p.stem != "__init__")
+    assert sorted(stats.MODULES) == names
+    for name in names:
+        done = subprocess.run(
+            [sys.executable, "-c", f"import agentab.stats.{name}"], capture_output=True, text=True
+        )
+        assert done.returncode == 0, f"agentab.stats.{name}: {done.stderr[-300:]}"

@@ -13,9 +13,14 @@ from __future__ import annotations
 import importlib
 
 
+MODULES = ("discrete_laws", "median_law", "resampling", "rule", "sequential", "strata")
+
+
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in MODULES:  # `from agentab.stats import resampling`, before `rule` is loaded
+        return importlib.import_module(f"agentab.stats.{name}")
     rule = importlib.import_module("agentab.stats.rule")
     try:
         value = getattr(rule, name)
