@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 
-
 MODULES = ("discrete_laws", "median_law", "resampling", "rule", "sequential", "strata")
 
 
