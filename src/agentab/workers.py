@@ -1,15 +1,16 @@
 """Independent jobs spread over the processor's cores, in forked processes (the synthesis's).
 
-A job (the verdicts of one metric's gaps, a share of the run files) reads only what the
-synthesis had computed before the jobs started, and draws from random streams of its own, so its
-result is the same in a worker as in the synthesis's own process: the outputs do not depend on
-how many cores ran them (a test compares both ways, byte for byte).
+A job (the verdicts of one metric's gaps, one rate's pass^k) reads only what the synthesis had
+computed before the jobs started, and draws from random streams of its own, so its result is
+the same in a worker as in the synthesis's own process: the outputs do not depend on how many
+cores ran them (a test compares both ways, byte for byte).
 
 Workers are forked, so a job needs nothing pickled but its result. A fork is taken only from a
 process with one thread (a lock another thread held at the fork would stay locked in the child)
 and where the platform forks; otherwise, and on one core, the jobs run one after the other in
-the calling process. Threads are no help here: what a job spends is short numpy calls and
-Python between them, which the interpreter lock serializes.
+the calling process, as they do again if a worker dies (killed, out of memory). Threads are no
+help here: what a job spends is short numpy calls and Python between them, which the
+interpreter lock serializes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -69,11 +72,15 @@ def run_jobs(
     # would touch every one of them and copy the synthesis's memory page by page.
     gc.freeze()
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            pending = pool.map_async(_run_job, range(len(jobs)), chunksize=1)
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            pending = [pool.submit(_run_job, index) for index in range(len(jobs))]
             if meanwhile is not None:
                 meanwhile()
-            return pending.get()
+            try:
+                return [future.result() for future in pending]
+            except BrokenProcessPool:  # a worker died: what it held is done here
+                return [job() for job in jobs]
     finally:
         _JOBS = ()
         gc.unfreeze()
@@ -81,8 +88,9 @@ def run_jobs(
 
 @dataclass(frozen=True)
 class Work:
-    """Jobs, what each costs (in any unit: only their order counts), and how their results, in
-    the jobs' order, make the answer."""
+    """Jobs, what each costs (about as many arrays of 10 000 draws as it makes: the costliest
+    go first, and a small total stays in this process), and how their results, in the jobs'
+    order, make the answer."""
 
     jobs: Sequence[Callable[[], object]]
     costs: Sequence[float]

@@ -84,3 +84,15 @@ def test_usable_cores_are_this_processs_allocation():
     if not hasattr(os, "sched_getaffinity"):
         pytest.skip("no processor affinity on this platform")
     assert workers.usable_cores() == len(os.sched_getaffinity(0))
+
+
+def test_a_worker_that_dies_leaves_its_jobs_to_this_process():
+    parent = os.getpid()
+
+    def dies_in_a_worker(value):
+        if os.getpid() != parent:
+            os._exit(1)  # as the out-of-memory killer would end it
+        return value
+
+    jobs = [lambda value=value: dies_in_a_worker(value) for value in range(4)]
+    assert workers.run_jobs(jobs, workers=2) == [0, 1, 2, 3]
