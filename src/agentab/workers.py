@@ -16,12 +16,9 @@ interpreter lock serializes.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -44,7 +41,9 @@ def usable_cores() -> int:
 
 
 def can_fork() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    """Whether this process may fork: the platform forks, and no other thread could hold a lock.
+    (Asked before the synthesis's imports: multiprocessing is imported only to fork.)"""
+    return hasattr(os, "fork") and threading.active_count() == 1
 
 
 def worker_count(jobs: int) -> int:
@@ -70,6 +69,10 @@ def run_jobs(
     _JOBS = jobs  # what the forked workers find, unpickled
     # Objects made before the fork are left out of the collector's passes: a pass in a worker
     # would touch every one of them and copy the synthesis's memory page by page.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     gc.freeze()
     try:
         context = multiprocessing.get_context("fork")

@@ -383,6 +383,55 @@ def test_the_interval_ends_are_numpys_percentiles_to_the_last_bit(draws):
     assert np.array_equal(array, np.array(draws))  # the caller's draws left as they were
 
 
+LARGE_DRAWS = st.tuples(
+    st.integers(min_value=1_000, max_value=12_000),
+    st.sampled_from(["normal", "few values", "sorted", "reversed", "constant", "infinite"]),
+    st.integers(min_value=0, max_value=2**32 - 1),
+)
+
+
+def _large_draws(size: int, shape: str, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if shape == "few values":  # a rate gap's draws: many ties
+        return rng.binomial(30, 0.4, size) / 30 - rng.binomial(25, 0.5, size) / 25
+    if shape == "constant":
+        return np.full(size, 0.25)
+    draws = rng.normal(size=size)
+    if shape == "infinite":
+        draws[rng.integers(0, size, 40)] = np.inf
+        draws[rng.integers(0, size, 40)] = -np.inf
+    return {"sorted": np.sort(draws), "reversed": np.sort(draws)[::-1].copy()}.get(shape, draws)
+
+
+@settings(max_examples=60, deadline=None)
+@given(LARGE_DRAWS)
+def test_the_interval_of_many_draws_from_their_tails_is_numpys_to_the_last_bit(case):
+    """A synthesis's 10 000 draws are partitioned at their tails alone where a sample of them
+    marks the tails off; draws in order (the sample then misses) take the whole partition."""
+    array = _large_draws(*case)
+    before = array.copy()
+    tail = (1 - stats.CONFIDENCE) / 2 * 100
+    with np.errstate(invalid="ignore"):  # inf - inf, at an end of infinite draws
+        expected = tuple(float(end) for end in np.percentile(array, [tail, 100 - tail]))
+        found = stats.percentile_interval(array)
+    # repr: a NaN (infinite draws at an end) is the same NaN, every other value the same bits
+    assert repr(found) == repr(expected)
+    assert np.array_equal(array, before)
+
+
+def test_independent_draws_take_the_tails_path_and_ordered_ones_the_whole_partition() -> None:
+    from agentab.stats import rule
+
+    kth = rule._interval_positions(10_000)[3]
+    independent = np.random.default_rng(4).normal(size=10_000)
+    found = rule._tails_at(independent, kth)
+    ordered = np.partition(independent, kth)
+    assert found == {p: float(ordered[p]) for p in kth}
+    assert rule._tails_at(np.sort(independent), kth) is None
+    few = 4 * rule.TAIL_SAMPLE - 1  # too few to spare a sample
+    assert rule._tails_at(independent[:few], rule._interval_positions(few)[3]) is None
+
+
 def _law_of(table) -> dict:
     """The exact law an alias table draws from: each slot's 1/size kept or given to its alias."""
     law: dict = {}

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agentab.synthesis.prose import describe_gap_figures
-from agentab.synthesis.synthesize import synthesize
-from agentab.synthesis.verdicts import HOLM_LEVEL, SynthesisResult
+from agentab.synthesis.runs import read_ahead
+
+if TYPE_CHECKING:
+    from agentab.synthesis.verdicts import SynthesisResult
 
 
 def register(subparsers) -> None:
@@ -27,7 +29,14 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    result = synthesize(args.results_dir)
+    # The files are read in a forked process while the synthesis's libraries are imported.
+    ahead = read_ahead.start(args.results_dir)
+    try:
+        from agentab.synthesis.synthesize import synthesize
+
+        result = synthesize(args.results_dir, ahead)
+    finally:
+        ahead.close()
     print(summary(result))
     for bad in result.bad_files:
         print(f"warning: {args.results_dir / bad.path} {bad.message}", file=sys.stderr)
@@ -35,6 +44,10 @@ def run(args) -> int:
 
 
 def summary(result: SynthesisResult) -> str:
+    """What the command prints of a SynthesisResult."""
+    from agentab.synthesis.prose import describe_gap_figures
+    from agentab.synthesis.verdicts import HOLM_LEVEL
+
     counts = result.status_counts()
     established = result.established
     lines = [

@@ -26,6 +26,7 @@ from agentab.synthesis.frontier import frontier, frontier_work
 from agentab.synthesis.looks import design_of, record_look, runs_per_cell
 from agentab.synthesis.pass_k import pass_k_work
 from agentab.synthesis.prose import render_markdown, run_facts
+from agentab.synthesis.runs.read_ahead import ReadAhead
 from agentab.synthesis.runs.results import load_frozen_scenario, missing_runs, read_all_runs
 from agentab.synthesis.tables import write_gaps_table, write_run_tables
 from agentab.synthesis.verdicts import (
@@ -42,11 +43,13 @@ from agentab.synthesis.waves import replay_if_sequential
 WRITE_ORDER = SYNTHESIS_FILES[1:] + SYNTHESIS_FILES[:1]
 
 
-def synthesize(results_dir: Path) -> SynthesisResult:
-    """Rebuild every output of a results folder from its frozen scenario and measures files."""
+def synthesize(results_dir: Path, ahead: ReadAhead | None = None) -> SynthesisResult:
+    """Rebuild every output of a results folder from its frozen scenario and measures files
+    (`ahead`: their reading, started before this module was imported)."""
     results_dir = Path(results_dir)
     scenario = load_frozen_scenario(results_dir)
-    runs, bad_files, present = read_all_runs(results_dir, scenario)
+    files = None if ahead is None else ahead.files()
+    runs, bad_files, present = read_all_runs(results_dir, scenario, files)
     scored = ScoredValues.of(runs, scenario.metrics)
     types = decide_metric_types(scored, scenario)
     cell_values = compute_cell_values(scored, scenario, types)

@@ -7,22 +7,27 @@ problem; it never stops the others from counting. Every path comes from `agentab
 
 from __future__ import annotations
 
+import errno
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentab.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.errors import AgentabError, problem
-from agentab.files import read_bytes, seal_holds
-from agentab.layout import ResultsFolder, RunFolder, run_id, task_run_slug
+from agentab.files import seal_holds
+from agentab.layout import ResultsFolder, run_id, task_run_slug
 from agentab.synthesis.runs.integrity import changed_problem, read_secret, with_run_changes
+from agentab.synthesis.runs.read_ahead import (
+    MEASURES_FILE,
+    RUNS_FOLDER,
+    MeasuresFile,
+    file_content,
+    read_measures_files,
+    reading_error,
+    run_folders,
+)
 
 STATUSES = ("valid", "invalid", "failed")
-# The layout's names of the parts, for the folder scan: with thousands of runs, a Path per
-# candidate is a noticeable share of a synthesis, so the scan joins strings.
-MEASURES_FILE = RunFolder(Path()).measures.name
-RUNS_FOLDER = ResultsFolder(Path()).runs_root.name
 
 
 @dataclass(frozen=True)
@@ -99,39 +104,8 @@ def _relative_run_folder(slug: str, rep: int | str) -> str:
 def find_measures_files(results_dir: Path) -> list[Path]:
     """Every `runs/<slug>/r*/measures.json`, in path order (the order of `sorted(glob(...))`)."""
     folder = ResultsFolder(Path(results_dir))
-    found = (folder.run(slug, rep).measures for slug, rep in _run_folders(folder))
+    found = (folder.run(slug, rep).measures for slug, rep in run_folders(str(folder.runs_root)))
     return [path for path in found if path.exists()]
-
-
-def _run_folders(folder: ResultsFolder) -> list[tuple[str, str]]:
-    """(slug, folder) pairs of every `runs/<slug>/r*` folder, sorted as their paths sort.
-
-    A directory scan rather than a glob: with thousands of runs, building and matching a Path
-    per candidate is a noticeable share of a synthesis. A folder may hold no measures.json.
-    """
-    runs = str(folder.runs_root)
-    found = [
-        (slug, rep)
-        for slug in _subfolders(runs)
-        for rep in _subfolders(os.path.join(runs, slug), prefix="r")
-    ]
-    found.sort()
-    return found
-
-
-def _subfolders(folder: str, prefix: str = "") -> list[str]:
-    """Names of the visible folders in a folder (a glob's `*` skips hidden names)."""
-    try:
-        with os.scandir(folder) as entries:
-            return [
-                entry.name
-                for entry in entries
-                if entry.name.startswith(prefix)
-                and not entry.name.startswith(".")
-                and entry.is_dir()
-            ]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
 
 
 def read_run(
@@ -140,7 +114,7 @@ def read_run(
     """A checked RunRecord, or a BadFile saying what is wrong with it."""
     relative = Path(path).relative_to(results_dir).as_posix()
     try:
-        return _read_run(str(path), relative, cells_by_name, tasks=tasks)
+        return _run_of(file_content(str(path)), str(path), relative, cells_by_name, tasks=tasks)
     except _NoFile:
         return BadFile(relative, "cannot be read: no such file")
 
@@ -149,21 +123,25 @@ class _NoFile(Exception):
     """The run folder holds no measures.json, or one of a run the budget did not start."""
 
 
-def _read_run(
+def _run_of(
+    content: bytes | int,
     path: str,
     relative: str,
     cells_by_name: dict,
     secret: str | None = None,
     tasks: tuple[str, ...] = (),
 ) -> RunRecord | BadFile:
-    """`read_run`; raises _NoFile when there is no file at `path` at all. With the results
-    folder's `secret`, a measures.json whose seal does not hold is read as an invalid run."""
+    """`read_run` of the file's content (bytes, or the errno its reading failed with); raises
+    _NoFile when there is no file at `path` at all. With the results folder's `secret`, a
+    measures.json whose seal does not hold is read as an invalid run."""
+    if isinstance(content, int):
+        if content == errno.ENOENT:
+            raise _NoFile(path)
+        return BadFile(relative, f"cannot be read: {reading_error(content, path)}")
     try:
-        text = read_bytes(path).decode("utf-8")
+        text = content.decode("utf-8")
         data = json.loads(text)
-    except FileNotFoundError:
-        raise _NoFile(path) from None
-    except (OSError, UnicodeDecodeError) as error:
+    except UnicodeDecodeError as error:
         return BadFile(relative, f"cannot be read: {error}")
     except json.JSONDecodeError as error:
         return BadFile(relative, f"is not valid JSON: {error}")
@@ -242,8 +220,11 @@ def read_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[BadFil
     return runs, bad
 
 
-def read_all_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[BadFile], set[str]]:
-    """The checked runs, the bad files, and every run folder that holds a measures.json."""
+def read_all_runs(
+    results_dir: Path, scenario, files: list[MeasuresFile] | None = None
+) -> tuple[list[RunRecord], list[BadFile], set[str]]:
+    """The checked runs, the bad files, and every run folder that holds a measures.json.
+    `files`, if given, are the folder's measures files as `read_ahead` read them."""
     cells_by_name = {cell.name: cell for cell in scenario.cells}
     order = {cell.name: index for index, cell in enumerate(scenario.cells)}
     tasks = tuple(task.name for task in scenario.tasks)
@@ -252,10 +233,11 @@ def read_all_runs(results_dir: Path, scenario) -> tuple[list[RunRecord], list[Ba
     root = str(folder.runs_root)
     secret = read_secret(folder.path)
     runs, bad, present = [], [], set()
-    for slug, rep in _run_folders(folder):
+    for slug, rep, content in read_measures_files(root) if files is None else files:
         relative = f"{RUNS_FOLDER}/{slug}/{rep}"  # `_relative_run_folder`, 10 000 times
         try:
-            record = _read_run(
+            record = _run_of(
+                content,
                 f"{root}/{slug}/{rep}/{MEASURES_FILE}",
                 f"{relative}/{MEASURES_FILE}",
                 cells_by_name,

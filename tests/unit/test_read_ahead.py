@@ -1,0 +1,128 @@
+"""The measures files read ahead by a forked process: what the synthesis gets is what it would
+have read itself, whatever happens to that process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentab.synthesis.runs import read_ahead
+from agentab.synthesis.runs.results import read_all_runs
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the read-ahead forks")
+
+
+class _Scenario:
+    """What read_all_runs asks of a scenario."""
+
+    def __init__(self, cells):
+        self.cells = cells
+        self.tasks = []
+
+
+class _Cell:
+    def __init__(self, name):
+        self.name = name
+        self.slug = name
+
+
+@pytest.fixture
+def forking(monkeypatch):
+    """A fork even where an earlier test left a thread behind (the child only reads files)."""
+    monkeypatch.setattr(read_ahead, "can_fork", lambda: True)
+
+
+def a_results_folder(root: Path) -> Path:
+    """A good run, a folder named measures.json, bytes that are not UTF-8, JSON cut short, a
+    run folder holding nothing, and a hidden folder."""
+    runs = root / "runs" / "a"
+    for rep in range(1, 6):
+        (runs / f"r{rep:02d}").mkdir(parents=True)
+    measures = {"cell": "a", "rep": 1, "status": "valid", "metrics": {"passes": True}}
+    (runs / "r01" / "measures.json").write_text(json.dumps(measures))
+    (runs / "r02" / "measures.json").mkdir()
+    (runs / "r03" / "measures.json").write_bytes(b'{"cell": "\xff"}')
+    (runs / "r04" / "measures.json").write_text('{"cell": "a", ')
+    (root / "runs" / ".hidden" / "r01").mkdir(parents=True)
+    return root
+
+
+def read_both_ways(folder: Path):
+    scenario = _Scenario([_Cell("a")])
+    ahead = read_ahead.start(folder)
+    try:
+        early = read_all_runs(folder, scenario, ahead.files())
+    finally:
+        ahead.close()
+    return early, read_all_runs(folder, scenario)
+
+
+def test_the_files_read_ahead_give_the_runs_and_the_problems_read_here(tmp_path, forking) -> None:
+    folder = a_results_folder(tmp_path)
+    ahead = read_ahead.start(folder)
+    assert ahead.pid is not None  # a process was forked
+    ahead.close()
+    early, here = read_both_ways(folder)
+    assert early == here
+    runs, bad, present = early
+    assert [run.rep for run in runs] == [1]
+    assert [item.path for item in bad] == [f"runs/a/r0{rep}/measures.json" for rep in (2, 3, 4)]
+    assert "Is a directory" in bad[0].message and str(folder) in bad[0].message
+    assert present == {f"runs/a/r0{rep}" for rep in (1, 2, 3, 4)}
+
+
+def test_a_process_that_fails_leaves_the_reading_to_the_synthesis(
+    tmp_path, monkeypatch, forking
+) -> None:
+    folder = a_results_folder(tmp_path)
+    parent = os.getpid()
+    real = read_ahead.read_measures_files
+
+    def failing_in_the_child(runs_root):
+        if os.getpid() != parent:
+            raise MemoryError("the child ran out")
+        return real(runs_root)
+
+    monkeypatch.setattr(read_ahead, "read_measures_files", failing_in_the_child)
+    ahead = read_ahead.start(folder)
+    assert ahead.pid is not None
+    assert ahead._collect() is None  # the child's exit status says it failed
+    early, here = read_both_ways(folder)
+    assert early == here
+
+
+def test_a_reading_never_asked_for_ends_with_its_process(tmp_path, forking) -> None:
+    """More than a pipe holds: the process waits to write until the pipe is closed."""
+    folder = a_results_folder(tmp_path)
+    (folder / "runs" / "a" / "r05" / "measures.json").write_bytes(b" " * (8 << 20))
+    ahead = read_ahead.start(folder)
+    pid = ahead.pid
+    previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("close() waited forever"))
+    signal.alarm(20)
+    try:
+        ahead.close()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    with pytest.raises(ChildProcessError):  # reaped: no process left behind
+        os.waitpid(pid, os.WNOHANG)
+    ahead.close()  # twice is harmless
+
+
+def test_with_another_thread_running_nothing_is_forked(tmp_path) -> None:
+    folder = a_results_folder(tmp_path)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        ahead = read_ahead.start(folder)
+    finally:
+        stop.set()
+        other.join()
+    assert ahead.pid is None
+    assert ahead.files() == read_ahead.read_measures_files(str(folder / "runs"))
