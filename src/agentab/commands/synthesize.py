@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +41,9 @@ def run(args) -> int:
     print(summary(result))
     for bad in result.bad_files:
         print(f"warning: {args.results_dir / bad.path} {bad.message}", file=sys.stderr)
+    # What the synthesis made dies with the process: frozen, the interpreter's exit leaves it to
+    # the system instead of collecting it (25 ms of a synthesis of 10 000 runs).
+    gc.freeze()
     return 0
 
 
