@@ -126,3 +126,36 @@ def test_with_another_thread_running_nothing_is_forked(tmp_path) -> None:
         other.join()
     assert ahead.pid is None
     assert ahead.files() == read_ahead.read_measures_files(str(folder / "runs"))
+
+
+def test_the_command_reads_ahead_and_writes_the_bytes_it_wrote(tmp_path) -> None:
+    """`agentab synthesize` in a fresh interpreter (one thread: the fork is taken) writes the
+    recorded outputs of the demo's results."""
+    import subprocess
+    import sys
+
+    from tests.unit import test_synthesis_outputs as recorded_outputs
+
+    folder = recorded_outputs.demo(tmp_path / "demo")
+    code = (
+        "import sys\n"
+        "from agentab.synthesis.runs import read_ahead\n"
+        "real = read_ahead.start\n"
+        "def start(results_dir):\n"
+        "    ahead = real(results_dir)\n"
+        "    assert ahead.pid is not None, 'no process was forked'\n"
+        "    return ahead\n"
+        "read_ahead.start = start\n"
+        "from agentab.cli import main\n"
+        "sys.exit(main(['synthesize', sys.argv[1]]))\n"
+    )
+    before = set(recorded_outputs.outputs(folder))
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(folder)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    found = {rel: sha for rel, sha in recorded_outputs.outputs(folder).items() if rel not in before}
+    machines = recorded_outputs.recorded()
+    here = recorded_outputs.float_math()
+    candidates = [machines[here]] if here in machines else list(machines.values())
+    assert any(not recorded_outputs.changed_outputs(m["demo"], found) for m in candidates)
