@@ -102,7 +102,11 @@ def metric_type(values: Iterable[object]) -> MetricType:
 
 def median(values: Sequence[float]) -> float:
     """The median; for an even count, the mean of the two middle values."""
-    ordered = sorted(values)
+    return _middle_of(sorted(values))
+
+
+def _middle_of(ordered: list) -> float:
+    """The median of values in order."""
     middle = len(ordered) // 2
     if len(ordered) % 2:
         return float(ordered[middle])
@@ -159,6 +163,12 @@ def aggregate(kind: str, values: Sequence[object]) -> Aggregate:
         return Aggregate(kind, n, value=k / n, k=k, dispersion="wilson95", low=low, high=high)
     if kind == MEDIAN:
         numbers = [float(value) for value in values]  # type: ignore[arg-type]
-        low, high = interquartile_range(numbers)
-        return Aggregate(kind, n, value=median(numbers), dispersion="iqr", low=low, high=high)
+        ordered = sorted(numbers)
+        if any(map(math.isnan, ordered)):  # no order: numpy says what the quartiles are
+            low, high = interquartile_range(numbers)
+            return Aggregate(kind, n, value=median(numbers), dispersion="iqr", low=low, high=high)
+        # Sorted once for the median and both quartiles (1 500 cells' values at 10 000 runs).
+        low, high = _linear_quantile(ordered, 0.25), _linear_quantile(ordered, 0.75)
+        value = _middle_of(ordered)
+        return Aggregate(kind, n, value=value, dispersion="iqr", low=low, high=high)
     raise ValueError(f"unknown metric kind {kind!r}")

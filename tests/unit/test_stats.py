@@ -500,6 +500,10 @@ def test_an_alias_tables_draws_are_the_slot_and_fraction_rule_to_the_last_draw(t
         expected = table.values[np.where(kept, slot, table.alias[slot])]
 
         assert np.array_equal(table.draw(_Replay(uniforms), uniforms.size), expected)
+        # A resample's rate: the drawn counts divided, to the last bit.
+        rates = discrete_laws.binomial_rate(trials, successes).draw(_Replay(uniforms), 20_000)
+        assert rates.dtype == np.float64
+        assert np.array_equal(rates, expected / trials)
 
 
 class _Replay:

@@ -95,7 +95,7 @@ def resample_statistic(
         raise ValueError("cannot resample an empty group")
     if kind == RATE:
         successes = int(np.count_nonzero(array))
-        return discrete_laws.binomial(n, successes).draw(rng, draws) / n
+        return discrete_laws.binomial_rate(n, successes).draw(rng, draws)
     if kind == MEDIAN:
         return _resample_median(np.sort(array), rng, draws)
     raise ValueError(f"no statistic for metric kind {kind!r}")

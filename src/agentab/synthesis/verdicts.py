@@ -168,17 +168,29 @@ class ScoredValues:
         values: dict[tuple[str, str], list] = defaultdict(list)
         by_task: dict[tuple[str, str, str], list] = defaultdict(list)
         pending: Counter = Counter()
+        # Each (cell, task)'s lists, looked up once for its runs rather than by two keys per value
+        # (100 000 values at 10 000 runs).
+        lists: dict[tuple[str, str], list] = {}
         for run in runs:
             if run.status != "valid":
                 continue
             cell, task, found, waiting = run.cell, run.task, run.metrics, run.pending
-            for metric in metrics:
+            if (cell, task) not in lists:
+                lists[cell, task] = [
+                    (metric, values[cell, metric], by_task[cell, metric, task]) for metric in metrics
+                ]
+            for metric, pooled, of_task in lists[cell, task]:
                 if waiting and metric in waiting:
                     pending[cell, metric] += 1
                 elif metric in found:
-                    values[cell, metric].append(found[metric])
-                    by_task[cell, metric, task].append(found[metric])
-        return cls(dict(values), pending, dict(by_task))
+                    value = found[metric]
+                    pooled.append(value)
+                    of_task.append(value)
+        return cls(
+            {key: got for key, got in values.items() if got},
+            pending,
+            {key: got for key, got in by_task.items() if got},
+        )
 
     def get(self, cell: str, metric: str) -> list:
         return self.values.get((cell, metric), [])
