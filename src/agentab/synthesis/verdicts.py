@@ -177,7 +177,8 @@ class ScoredValues:
             cell, task, found, waiting = run.cell, run.task, run.metrics, run.pending
             if (cell, task) not in lists:
                 lists[cell, task] = [
-                    (metric, values[cell, metric], by_task[cell, metric, task]) for metric in metrics
+                    (metric, values[cell, metric], by_task[cell, metric, task])
+                    for metric in metrics
                 ]
             for metric, pooled, of_task in lists[cell, task]:
                 if waiting and metric in waiting:
