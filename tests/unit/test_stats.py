@@ -90,6 +90,21 @@ def test_different_groups_get_different_random_streams():
     assert list(a) != list(b)
 
 
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40), st.sampled_from([0, 1, resampling.SEED, 2**32 - 1, 2**32, 2**70]))
+def test_a_stream_is_the_one_its_seed_and_key_words_give_as_a_list(key, seed):
+    """generator_for hands SeedSequence its entropy as a uint32 array: the stream must be the
+    one the list [seed, four words of the key's digest] gives, for any key and seed."""
+    import hashlib
+
+    digest = hashlib.sha256(key.encode("utf-8")).digest()
+    words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
+    expected = np.random.default_rng(np.random.SeedSequence([seed, *words]))
+    found = resampling.generator_for(key, seed)
+    assert found.bit_generator.state == expected.bit_generator.state
+    assert np.array_equal(found.random(8), expected.random(8))
+
 def test_resampled_rate_matches_resampling_by_index():
     # The binomial shortcut is exact: compare its spread with an explicit resampling.
     values = np.array([1.0] * 3 + [0.0] * 7)

@@ -14,7 +14,6 @@ docs/internals.md for the map.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.util
 import sys
 import warnings
@@ -38,8 +37,10 @@ MOVED = {
 }
 
 
-class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """`import agentab.synthesis.<old>` gives the module at its new place, and says so once."""
+class _MovedModules:
+    """`import agentab.synthesis.<old>` gives the module at its new place, and says so once.
+    (A finder and loader by the protocol alone: importlib.abc's base classes import
+    importlib.resources and tempfile before `agentab synthesize` can start its reading.)"""
 
     def find_spec(self, fullname, path=None, target=None):
         prefix, _, name = fullname.rpartition(".")

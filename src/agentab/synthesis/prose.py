@@ -6,6 +6,7 @@ helpers are also what the command line prints.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 
 from agentab import stats
@@ -238,11 +239,18 @@ def markdown_table_text(value: object) -> str:
 
 
 def render_markdown(result: SynthesisResult, scenario) -> str:
+    return synthesis_template().render(report_context(result, scenario))
+
+
+@functools.cache
+def synthesis_template():
+    """synthesis.md's template, loaded once a process: the synthesis loads it (and imports
+    Jinja, 20 ms) while the gaps are resampled, not after."""
     from agentab.rendering import template_environment
 
     environment = template_environment(keep_trailing_newline=True, autoescape=False)  # Markdown
     environment.filters["cell"] = markdown_table_text
-    return environment.get_template("synthesis.md.j2").render(report_context(result, scenario))
+    return environment.get_template("synthesis.md.j2")
 
 
 def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:

@@ -25,7 +25,7 @@ from agentab.synthesis.figures.frontier_figure import render_frontier
 from agentab.synthesis.frontier import frontier, frontier_work
 from agentab.synthesis.looks import design_of, record_look, runs_per_cell
 from agentab.synthesis.pass_k import pass_k_work
-from agentab.synthesis.prose import render_markdown, run_facts
+from agentab.synthesis.prose import render_markdown, run_facts, synthesis_template
 from agentab.synthesis.runs.read_ahead import ReadAhead
 from agentab.synthesis.runs.results import load_frozen_scenario, missing_runs, read_all_runs
 from agentab.synthesis.tables import write_gaps_table, write_run_tables
@@ -87,9 +87,10 @@ def synthesize(results_dir: Path, ahead: ReadAhead | None = None) -> SynthesisRe
 
 
 def needing_no_verdict(result: SynthesisResult, scenario) -> None:
-    """cells.csv, measures.csv, and what synthesis.md says of the runs alone."""
+    """cells.csv, measures.csv, what synthesis.md says of the runs alone, and its template."""
     write_run_tables(result, scenario)
     run_facts(result, scenario)
+    synthesis_template()
 
 
 def output_paths(out: Path) -> dict[str, Path]:

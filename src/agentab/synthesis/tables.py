@@ -138,20 +138,26 @@ def measures_lines(runs: list[RunRecord], contract: list[str]) -> list[str]:
     once, not once per row.
     """
     lines = [csv_line(MEASURES_COLUMNS)]
-    contract_fields = [(metric, csv_field(metric)) for metric in contract]
+    middles = [(metric, f",{csv_field(metric)},contract,") for metric in contract]
     for run in runs:
         head = ",".join(csv_field(text) for text in (run.cell, str(run.rep), run.run, run.status))
         metrics, pending = run.metrics, run.pending
-        lines += [
-            f"{head},{field},contract,"
-            f"{value_field(metrics[metric]) if metric in metrics else ''},"
-            f"{'true' if metric in pending else 'false'}\n"
-            for metric, field in contract_fields
-        ]
-        lines += [
-            f"{head},{csv_field(metric)},extra,{csv_field(json_text(run.extra[metric]))},false\n"
-            for metric in sorted(run.extra)
-        ]
+        if pending:
+            lines += [
+                f"{head}{middle}{value_field(metrics[metric]) if metric in metrics else ''},"
+                f"{'true' if metric in pending else 'false'}\n"
+                for metric, middle in middles
+            ]
+        else:  # most runs: no metric waits for a person
+            lines += [
+                f"{head}{middle}{value_field(metrics[metric]) if metric in metrics else ''},false\n"
+                for metric, middle in middles
+            ]
+        if run.extra:
+            lines += [
+                f"{head},{csv_field(metric)},extra,{csv_field(json_text(run.extra[metric]))},false\n"
+                for metric in sorted(run.extra)
+            ]
     return lines
 
 
