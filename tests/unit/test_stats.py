@@ -90,7 +90,6 @@ def test_different_groups_get_different_random_streams():
     assert list(a) != list(b)
 
 
-
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=40), st.sampled_from([0, 1, resampling.SEED, 2**32 - 1, 2**32, 2**70]))
 def test_a_stream_is_the_one_its_seed_and_key_words_give_as_a_list(key, seed):
@@ -104,6 +103,7 @@ def test_a_stream_is_the_one_its_seed_and_key_words_give_as_a_list(key, seed):
     found = resampling.generator_for(key, seed)
     assert found.bit_generator.state == expected.bit_generator.state
     assert np.array_equal(found.random(8), expected.random(8))
+
 
 def test_resampled_rate_matches_resampling_by_index():
     # The binomial shortcut is exact: compare its spread with an explicit resampling.
