@@ -4,7 +4,7 @@
 this package's face: `stats.holm`, `stats.DRAWS`, … are `rule`'s names, loaded on first use so
 that importing one module of the package costs no more than that module. `resampling` draws the
 gaps (the bootstrap, the stratified permutation) with `discrete_laws` and `median_law`;
-`strata` is the equal-weight mean over tasks; `sequential` the anytime-valid confidence
+`seeding` their random streams, one per key; `strata` is the equal-weight mean over tasks; `sequential` the anytime-valid confidence
 sequences of the sequential rule.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-MODULES = ("discrete_laws", "median_law", "resampling", "rule", "sequential", "strata")
+MODULES = ("discrete_laws", "median_law", "resampling", "rule", "seeding", "sequential", "strata")
 
 
 def __getattr__(name: str):

@@ -35,25 +35,23 @@ module reads the draws as `gap - draw`, so the interval is built around the repo
   sorted positions (two each for an even group), so those are drawn from their exact joint law
   (`median_law`) instead of dealing every run.
 
-A random stream depends on the fixed seed and a key naming what it resamples (`generator_for`),
+A random stream depends on the fixed seed and a key naming what it resamples (`seeding`),
 never on the order in which the gaps are computed.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import numpy.random  # here, not in each process a synthesis forks: 15 ms a process
 
 from agentab.metrics import MEDIAN, RATE, median
 from agentab.stats import discrete_laws, median_law
+from agentab.stats.seeding import SEED, Streams, generator_for  # noqa: F401  (this module's names)
 
-SEED = 20_250_101
 DRAWS = 10_000
 # One success and one failure added to a group's rate when its standard error is taken.
 PSEUDO_RUNS = 1.0
@@ -64,21 +62,6 @@ ENUMERATED_DEALS = 10_000
 # tabulated law (`discrete_laws.order_statistic`: n binomial tails, once per size) rather than
 # from a beta draw: a fifth of the cost, the same law.
 TABULATED_MEDIANS = 2_001
-
-
-def generator_for(key: str, seed: int = SEED) -> np.random.Generator:
-    """A random stream that depends on the fixed seed and the key alone."""
-    digest = hashlib.sha256(key.encode("utf-8")).digest()
-    if 0 <= seed < 2**32:
-        # The entropy [seed, word, word, word, word] as the uint32 array SeedSequence makes of
-        # that list (one word per int below 2**32), given ready: the same stream, a third
-        # less time to seed (3 000 streams a synthesis). Tested against the list.
-        entropy = np.empty(5, dtype=np.uint32)
-        entropy[0] = seed
-        entropy[1:] = np.frombuffer(digest, dtype="<u4", count=4)
-        return np.random.default_rng(np.random.SeedSequence(entropy))
-    words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
-    return np.random.default_rng(np.random.SeedSequence([seed, *words]))
 
 
 def group_key(metric: str, cell: str) -> str:

@@ -101,6 +101,7 @@ def pooled_gap_verdict(
     reference: Sequence[Sequence],
     key: str,
     draws: int = resampling.DRAWS,
+    rng: np.random.Generator | None = None,
 ) -> stats.GapVerdict:
     """The verdict on the pooled gap of two cells over several tasks (`cell[i]` and
     `reference[i]`: their valid values in task i), from `draws` deals of each task's runs.
@@ -112,8 +113,9 @@ def pooled_gap_verdict(
     *Permutation p-values should never be zero*, 2010). The verdict is read on the scale the
     deals are compared on (a rate's studentized gap, a median's pooled scale), where a shuffle
     that ties the observed deal gives exactly its value, then given back in the metric's unit.
+    `rng`, if given, is the key's stream, seeded with others (`seeding.Streams`).
     """
-    rng = resampling.generator_for(key)
+    rng = resampling.generator_for(key) if rng is None else rng
     gap = pooled_statistic(kind, cell, scale) - pooled_statistic(kind, reference, scale)
     if kind == RATE:
         ratios = resampling.dealt_rate_ratios(cell, reference, rng, draws - 1)

@@ -355,15 +355,16 @@ class GapJudge:
         """(index, verdict) of each (index, judged gap) of one metric; the reference's draws of
         a group serve every gap against it."""
         theirs_drawn: dict[str, np.ndarray] = {}
+        streams = resampling.Streams(self.stream_keys(entries))
         found = []
         for index, (cell, metric, task, mine, theirs) in entries:
             if task == ALL and len(self.strata) > 1:
-                found.append((index, self.shuffled_verdict(cell, metric)))
+                found.append((index, self.shuffled_verdict(cell, metric, streams)))
                 continue
             group = "" if task == ALL else task
             if group not in theirs_drawn:
-                theirs_drawn[group] = self.bootstrap(self.reference, metric, group)
-            gap_draws = self.bootstrap(cell, metric, group) - theirs_drawn[group]
+                theirs_drawn[group] = self.bootstrap(self.reference, metric, group, streams)
+            gap_draws = self.bootstrap(cell, metric, group, streams) - theirs_drawn[group]
             # A pooled value is the equal-weight mean of the tasks' statistics (`strata`).
             found.append((index, stats.verdict_from_draws(mine.value - theirs.value, gap_draws)))
         return found
@@ -374,16 +375,32 @@ class GapJudge:
         tasks = len(self.strata) * (2 if self.types[entries[0][1][1]].kind == MEDIAN else 1)
         return sum(tasks if pooled and entry[2] == ALL else 1 for _, entry in entries)
 
-    def bootstrap(self, cell: str, metric: str, task: str) -> np.ndarray:
+    def stream_keys(self, entries: list[tuple[int, tuple]]) -> list[str]:
+        """The random streams these entries' verdicts draw from (the reference's of a group
+        once, as `verdicts` draws it), to be seeded together."""
+        keys = []
+        for _, (cell, metric, task, _mine, _theirs) in entries:
+            if task == ALL and len(self.strata) > 1:
+                keys.append(pooled_gap_key(metric, cell, self.reference))
+                continue
+            group = "" if task == ALL else task
+            keys += [stratum_key(metric, self.reference, group), stratum_key(metric, cell, group)]
+        return keys
+
+    def bootstrap(
+        self, cell: str, metric: str, task: str, streams: resampling.Streams
+    ) -> np.ndarray:
         values = self.scored.of_task(cell, metric, task) if task else self.scored.get(cell, metric)
-        rng = resampling.generator_for(stratum_key(metric, cell, task))
+        rng = streams(stratum_key(metric, cell, task))
         return resampling.resample_statistic(self.types[metric].kind, values, rng)
 
-    def shuffled_verdict(self, cell: str, metric: str) -> stats.GapVerdict:
+    def shuffled_verdict(
+        self, cell: str, metric: str, streams: resampling.Streams
+    ) -> stats.GapVerdict:
         mine = [self.scored.of_task(cell, metric, task) for task in self.strata]
         theirs = [self.scored.of_task(self.reference, metric, task) for task in self.strata]
         kind, key = self.types[metric].kind, pooled_gap_key(metric, cell, self.reference)
-        return pooled_gap_verdict(kind, self.scales[metric], mine, theirs, key)
+        return pooled_gap_verdict(kind, self.scales[metric], mine, theirs, key, rng=streams(key))
 
 
 def judged_gaps(scenario, types, by_key: dict, strata: list[str]) -> list[tuple]:
