@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -165,7 +164,7 @@ class Ledger:
                 state.in_flight[run] = {
                     "usd": estimate,
                     "since": _now(),
-                    "host": socket.gethostname(),
+                    "host": _host(),
                     "pid": os.getpid(),
                 }
                 if run in state.not_started:
@@ -246,3 +245,11 @@ def _number(value) -> bool:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _host() -> str:
+    """This machine's name, for a reservation (socket imported here: the synthesis reads the
+    ledger's names without it)."""
+    import socket
+
+    return socket.gethostname()

@@ -246,4 +246,4 @@ def _median_at(ordered: np.ndarray, positions: np.ndarray) -> np.ndarray:
 
 def count_successes(values: Sequence) -> int:
     """How many of a group's values are true."""
-    return sum(1 for value in values if value)
+    return len(list(filter(None, values)))
