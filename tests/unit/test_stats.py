@@ -521,6 +521,23 @@ def test_an_alias_tables_draws_are_the_slot_and_fraction_rule_to_the_last_draw(t
         assert np.array_equal(rates, expected / trials)
 
 
+@pytest.mark.parametrize(
+    "good, bad, sample", [(3, 4, 3), (50, 84, 67), (0, 9, 4), (9, 0, 4), (1500, 1500, 1500)]
+)
+def test_a_shuffles_place_among_the_counts_is_its_count_less_the_first(good, bad, sample):
+    """The pooled rate's shuffles read each count's place (from 1) among the law's counts: the
+    same draws as the counts less the first count, less one, even where the tails' chances
+    round to 0 (1 500 of 3 000)."""
+    from agentab.stats import discrete_laws
+
+    counts = discrete_laws.hypergeometric(good, bad, sample)
+    places = discrete_laws.hypergeometric_places(good, bad, sample)
+    assert np.array_equal(np.diff(counts.values), np.ones(counts.values.size - 1))
+    for seed in range(3):
+        expected = counts.draw(np.random.default_rng(seed), 5_000) - (counts.values[0] - 1)
+        assert np.array_equal(places.draw(np.random.default_rng(seed), 5_000), expected)
+
+
 class _Replay:
     """A generator whose uniforms are given."""
 

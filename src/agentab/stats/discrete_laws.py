@@ -128,6 +128,14 @@ def hypergeometric(good: int, bad: int, sample: int) -> AliasTable:
     return alias_table(probability, counts)
 
 
+@functools.lru_cache(maxsize=4096)
+def hypergeometric_places(good: int, bad: int, sample: int) -> AliasTable:
+    """`hypergeometric`'s law, each count given as its place among the law's counts, from 1
+    (the law's counts are consecutive: a probability that rounds to 0 is at an end)."""
+    table = hypergeometric(good, bad, sample)
+    return AliasTable(table.keep, table.alias, np.arange(1, table.values.size + 1))
+
+
 @functools.lru_cache(maxsize=256)
 def order_statistic(size: int, rank: int) -> AliasTable:
     """The position (from 0) of the `rank`-th smallest of `size` draws with replacement among

@@ -152,11 +152,18 @@ def dealt_rate_ratios(
         others = successes - ours
         gap = ours / n_mine - others / n_theirs
         spread = rate_variance(ours, n_mine) + rate_variance(others, n_theirs)
-        dealt = np.concatenate(([0], law.draw(rng, shuffles) - (law.values[0] - 1)))
-        total += gap[dealt]
-        variance += spread[dealt]
+        # Each shuffle's place in `ours` (1 on), the observed deal's 0 apart: no array joined.
+        dealt = discrete_laws.hypergeometric_places(successes, failures, n_mine).draw(rng, shuffles)
+        total[0] += gap[0]
+        total[1:] += gap.take(dealt)
+        variance[0] += spread[0]
+        variance[1:] += spread.take(dealt)
     tasks = len(cell)
-    return (total / tasks) / (np.sqrt(variance) / tasks)
+    total /= tasks  # (total / tasks) / (sqrt(variance) / tasks), in place
+    np.sqrt(variance, out=variance)
+    variance /= tasks
+    total /= variance
+    return total
 
 
 def dealt_median_gaps(

@@ -58,12 +58,18 @@ def pooled_draws(
     estimates, draws = [], []
     for task, values in groups.items():
         successes, runs = resampling.count_successes(values), len(values)
-        table = pass_k_table(runs, k)
         rng = streams(stratum_key(key, cell, task))
-        drawn = discrete_laws.binomial(runs, successes).draw(rng, resampling.DRAWS)
-        estimates.append(table[successes])
-        draws.append(table[np.asarray(drawn, dtype=np.intp)])
+        estimates.append(pass_k_table(runs, k)[successes])
+        draws.append(resampled_pass_k(runs, successes, k).draw(rng, resampling.DRAWS))
     return float(np.mean(estimates)), np.mean(draws, axis=0)
+
+
+@functools.lru_cache(maxsize=4096)
+def resampled_pass_k(runs: int, successes: int, k: int) -> discrete_laws.AliasTable:
+    """The law of pass^k's estimate over resamples of a group: the binomial law of its count
+    of successes, each count drawn as its estimate."""
+    counts = discrete_laws.binomial(runs, successes)
+    return discrete_laws.AliasTable(counts.keep, counts.alias, pass_k_table(runs, k)[counts.values])
 
 
 @functools.lru_cache(maxsize=256)
