@@ -20,12 +20,9 @@ from pathlib import Path
 
 from agentab import workers
 from agentab.layout import SYNTHESIS_FILES, ResultsFolder
-from agentab.synthesis.figures.figure import render_figure
-from agentab.synthesis.figures.frontier_figure import render_frontier
 from agentab.synthesis.frontier import frontier, frontier_work
 from agentab.synthesis.looks import design_of, record_look, runs_per_cell
 from agentab.synthesis.pass_k import pass_k_work
-from agentab.synthesis.prose import render_markdown, run_facts, synthesis_template
 from agentab.synthesis.runs.read_ahead import ReadAhead
 from agentab.synthesis.runs.results import load_frozen_scenario, missing_runs, read_all_runs
 from agentab.synthesis.tables import write_gaps_table, write_run_tables
@@ -88,6 +85,10 @@ def synthesize(results_dir: Path, ahead: ReadAhead | None = None) -> SynthesisRe
 
 def needing_no_verdict(result: SynthesisResult, scenario) -> None:
     """cells.csv, measures.csv, what synthesis.md says of the runs alone, and its template."""
+    # The report's modules are imported here, while the gaps are resampled (30 ms of imports
+    # that no verdict needs).
+    from agentab.synthesis.prose import run_facts, synthesis_template
+
     write_run_tables(result, scenario)
     run_facts(result, scenario)
     synthesis_template()
@@ -106,6 +107,10 @@ def write_outputs(result: SynthesisResult, scenario) -> None:
 
 def write_verdict_outputs(result: SynthesisResult, scenario) -> None:
     """gaps.csv, the figures and the report."""
+    from agentab.synthesis.figures.figure import render_figure
+    from agentab.synthesis.figures.frontier_figure import render_frontier
+    from agentab.synthesis.prose import render_markdown
+
     write_gaps_table(result)
     render_figure(result, result.outputs["gaps.svg"])
     render_frontier(frontier(result, scenario), result.outputs["frontier.svg"])
