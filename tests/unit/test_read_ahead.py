@@ -130,7 +130,7 @@ def test_with_another_thread_running_nothing_is_forked(tmp_path) -> None:
 
 def test_the_command_reads_ahead_and_writes_the_bytes_it_wrote(tmp_path) -> None:
     """`agentab synthesize` in a fresh interpreter (one thread: the fork is taken) writes the
-    recorded outputs of the demo's results."""
+    recorded outputs of the demo's results, measures.csv by the reading process."""
     import subprocess
     import sys
 
@@ -141,9 +141,9 @@ def test_the_command_reads_ahead_and_writes_the_bytes_it_wrote(tmp_path) -> None
         "import sys\n"
         "from agentab.synthesis.runs import read_ahead\n"
         "real = read_ahead.start\n"
-        "def start(results_dir):\n"
-        "    ahead = real(results_dir)\n"
-        "    assert ahead.pid is not None, 'no process was forked'\n"
+        "def start(results_dir, then=None):\n"
+        "    ahead = real(results_dir, then)\n"
+        "    assert ahead.pid is not None and ahead.follows, 'no process writes measures.csv'\n"
         "    return ahead\n"
         "read_ahead.start = start\n"
         "from agentab.cli import main\n"
@@ -159,3 +159,63 @@ def test_the_command_reads_ahead_and_writes_the_bytes_it_wrote(tmp_path) -> None
     here = recorded_outputs.float_math()
     candidates = [machines[here]] if here in machines else list(machines.values())
     assert any(not recorded_outputs.changed_outputs(m["demo"], found) for m in candidates)
+
+
+def test_a_task_after_the_files_runs_in_the_process_once_they_are_sent(tmp_path, forking) -> None:
+    folder = a_results_folder(tmp_path)
+    marker = tmp_path / "then.json"
+
+    def then(files):
+        marker.write_text(json.dumps([[slug, rep, os.getpid()] for slug, rep, _ in files]))
+
+    ahead = read_ahead.start(folder, then)
+    files = ahead.files()
+    assert ahead.followed()
+    written = json.loads(marker.read_text())
+    assert [(slug, rep) for slug, rep, _ in written] == [(slug, rep) for slug, rep, _ in files]
+    assert {pid for _, _, pid in written} == {written[0][2]} and written[0][2] != os.getpid()
+    assert files == read_ahead.read_measures_files(str(folder / "runs"))
+    ahead.close()
+
+
+def test_a_task_that_fails_or_is_killed_is_not_followed(tmp_path, forking, capfd) -> None:
+    folder = a_results_folder(tmp_path)
+
+    def failing(files):
+        print("the task talks", flush=True)
+        raise OSError(28, "No space left on device")
+
+    ahead = read_ahead.start(folder, failing)
+    assert ahead.files() == read_ahead.read_measures_files(str(folder / "runs"))
+    assert not ahead.followed()
+    assert "the task talks" not in capfd.readouterr().out  # its words are the synthesis's
+    slow = read_ahead.start(folder, lambda files: __import__("time").sleep(60))
+    slow.files()
+    pid = slow.pid
+    signal.alarm(20)
+    try:
+        slow.close()  # the synthesis failed: the task is no longer wanted
+    finally:
+        signal.alarm(0)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    assert not slow.followed()
+
+
+def test_when_the_reading_process_cannot_write_measures_csv_the_synthesis_does(
+    tmp_path, forking
+) -> None:
+    from agentab.synthesis.synthesize import synthesize
+    from tests.unit import test_synthesis_outputs as recorded_outputs
+
+    expected_folder = recorded_outputs.demo(tmp_path / "expected")
+    synthesize(expected_folder)
+    folder = recorded_outputs.demo(tmp_path / "demo")
+    ahead = read_ahead.start(folder, lambda files: os._exit(3))
+    try:
+        synthesize(folder, ahead)
+    finally:
+        ahead.close()
+    written = (folder / "measures.csv").read_bytes()
+    assert written == (expected_folder / "measures.csv").read_bytes()
+    assert written.count(b"\n") > 10

@@ -25,7 +25,7 @@ from agentab.synthesis.looks import design_of, record_look, runs_per_cell
 from agentab.synthesis.pass_k import pass_k_work
 from agentab.synthesis.runs.read_ahead import ReadAhead
 from agentab.synthesis.runs.results import load_frozen_scenario, missing_runs, read_all_runs
-from agentab.synthesis.tables import write_gaps_table, write_run_tables
+from agentab.synthesis.tables import write_gaps_table, write_measures_table, write_run_tables
 from agentab.synthesis.verdicts import (
     ScoredValues,
     SynthesisResult,
@@ -42,10 +42,13 @@ WRITE_ORDER = SYNTHESIS_FILES[1:] + SYNTHESIS_FILES[:1]
 
 def synthesize(results_dir: Path, ahead: ReadAhead | None = None) -> SynthesisResult:
     """Rebuild every output of a results folder from its frozen scenario and measures files
-    (`ahead`: their reading, started before this module was imported)."""
+    (`ahead`: their reading, started before this module was imported; one that follows with a
+    task writes measures.csv, `agentab synthesize`'s, and measures.csv is written here only if
+    that task did not run to its end)."""
     results_dir = Path(results_dir)
     scenario = load_frozen_scenario(results_dir)
     files = None if ahead is None else ahead.files()
+    measures_ahead = ahead is not None and ahead.follows
     runs, bad_files, present = read_all_runs(results_dir, scenario, files)
     scored = ScoredValues.of(runs, scenario.metrics)
     types = decide_metric_types(scored, scenario)
@@ -75,21 +78,24 @@ def synthesize(results_dir: Path, ahead: ReadAhead | None = None) -> SynthesisRe
             pass_k_work(scored, scenario, types),
             frontier_work(result, scenario, scored),
         ],
-        meanwhile=lambda: needing_no_verdict(result, scenario),
+        meanwhile=lambda: needing_no_verdict(result, scenario, measures=not measures_ahead),
     )
+    if measures_ahead and not ahead.followed():
+        write_measures_table(result.outputs["measures.csv"], runs, scenario.metrics)
     if plan is not None:
         result.gaps = sequential_gaps(result.gaps, plan)
     write_verdict_outputs(result, scenario)
     return result
 
 
-def needing_no_verdict(result: SynthesisResult, scenario) -> None:
-    """cells.csv, measures.csv, what synthesis.md says of the runs alone, and its template."""
+def needing_no_verdict(result: SynthesisResult, scenario, measures: bool = True) -> None:
+    """cells.csv, measures.csv (unless written elsewhere), what synthesis.md says of the runs
+    alone, and its template."""
     # The report's modules are imported here, while the gaps are resampled (30 ms of imports
     # that no verdict needs).
     from agentab.synthesis.prose import run_facts, synthesis_template
 
-    write_run_tables(result, scenario)
+    write_run_tables(result, scenario, measures)
     run_facts(result, scenario)
     synthesis_template()
 

@@ -9,7 +9,11 @@ synthesis gets never depends on it.
 
 The process only reads bytes; every check of what a file says happens in the synthesis. The
 pickle loaded here is this module's own list of (str, str, bytes | int) tuples, a file's bytes
-inside it as one length-prefixed string: nothing a run wrote can become pickle code.
+inside it as one length-prefixed string: nothing a run wrote can become pickle code. Its length
+goes first, so the synthesis knows it has all of it while the process goes on with a task of
+its own, if it was given one (`agentab synthesize`: measures.csv, from the same bytes by the
+same code, on a core the synthesis leaves idle while it parses); the synthesis asks at the end
+whether that task ran to its end (`followed`), and does it itself if not.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ import errno
 import fcntl
 import os
 import pickle
+import signal
+import struct
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +42,9 @@ RUNS_FOLDER = ResultsFolder(Path()).runs_root.name
 # /proc/sys/fs/pipe-max-size, 1 MiB by default): fewer turns between the two processes.
 PIPE_BYTES = 1 << 20
 
+# The pickle's length, sent first: the synthesis knows it has all of it without waiting for the
+# process, which may go on with a task of its own.
+LENGTH = struct.Struct("<Q")
 # (slug, run folder, content): the file's bytes, or the errno its reading failed with.
 MeasuresFile = tuple[str, str, bytes | int]
 
@@ -92,35 +103,49 @@ def reading_error(content: int, path: str) -> OSError:
 @dataclass
 class ReadAhead:
     """The reading of one results folder's measures files, under way in process `pid` (None:
-    nothing was forked, they are read when asked for)."""
+    nothing was forked, they are read when asked for). `follows`: the process goes on, once it
+    has sent them, with a task of its own (`start`'s `then`)."""
 
     runs_root: str
     pid: int | None = None
     pipe: int | None = None
+    follows: bool = False
 
     def files(self) -> list[MeasuresFile]:
         """What the process read; read here if it failed."""
         found = self._collect()
         return read_measures_files(self.runs_root) if found is None else found
 
+    def followed(self) -> bool:
+        """Whether the process's task after the files ran to its end (waits for it)."""
+        return self.follows and self.pid is not None and self._end() == 0
+
     def close(self) -> None:
-        """Ends the process if its files were never asked for (its write then fails)."""
-        if self.pipe is not None:
+        """Ends the process if it is still there: its files never asked for (its write then
+        fails), or its task after them no longer wanted (it is killed)."""
+        if self.pid is not None:
+            if self.follows and self.pipe is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
             self._end()
 
     def _collect(self) -> list[MeasuresFile] | None:
         if self.pipe is None:
             return None
-        chunks = []
-        while chunk := os.read(self.pipe, PIPE_BYTES):
-            chunks.append(chunk)
-        # Exit status 0 comes only after the whole pickle was written.
-        return pickle.loads(b"".join(chunks)) if self._end() == 0 else None
+        payload = _received(self.pipe)
+        os.close(self.pipe)
+        self.pipe = None
+        if payload is None or not self.follows:
+            # Cut short (the process failed before it sent everything), or nothing follows:
+            # the process is reaped now.
+            self._end()
+        return None if payload is None else pickle.loads(payload)
 
     def _end(self) -> int:
         """The process's exit status, once it is gone (-1: it was reaped by someone else)."""
-        os.close(self.pipe)
-        self.pipe = None
+        if self.pipe is not None:
+            os.close(self.pipe)
+            self.pipe = None
         try:
             _, status = os.waitpid(self.pid, 0)
         except ChildProcessError:  # SIGCHLD ignored: the system reaped it
@@ -129,9 +154,30 @@ class ReadAhead:
         return status
 
 
-def start(results_dir: Path) -> ReadAhead:
+def _received(pipe: int) -> bytes | None:
+    """The pickle the process sent, its length first; None if the pipe ends before it does."""
+    header = _read_exactly(pipe, LENGTH.size)
+    return None if header is None else _read_exactly(pipe, LENGTH.unpack(header)[0])
+
+
+def _read_exactly(pipe: int, size: int) -> bytes | None:
+    buffer = bytearray(size)
+    view, got = memoryview(buffer), 0
+    while got < size:
+        count = os.readv(pipe, [view[got:]])
+        if count == 0:
+            return None
+        got += count
+    return bytes(buffer)
+
+
+def start(
+    results_dir: Path, then: Callable[[list[MeasuresFile]], object] | None = None
+) -> ReadAhead:
     """The reading of `results_dir`'s measures files, started in a forked process where one
-    can be taken (one thread here, a platform that forks)."""
+    can be taken (one thread here, a platform that forks). `then`, if given, runs in that
+    process on what it read, once it has sent it (`agentab synthesize` writes measures.csv
+    there); `ReadAhead.followed` says whether it ran to its end."""
     runs_root = str(ResultsFolder(Path(results_dir)).runs_root)
     if not can_fork():
         return ReadAhead(runs_root)
@@ -141,20 +187,34 @@ def start(results_dir: Path) -> ReadAhead:
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
-        _read_and_send(runs_root, write_end)
+        _read_and_send(runs_root, write_end, then)
     os.close(write_end)
-    return ReadAhead(runs_root, pid, read_end)
+    return ReadAhead(runs_root, pid, read_end, follows=then is not None)
 
 
-def _read_and_send(runs_root: str, pipe: int) -> None:
-    """The forked process: it reads, writes one pickle and leaves without the interpreter's
-    exit (no atexit handler, no buffer flushed twice). Any failure, a signal's included, is
-    an exit status the synthesis reads as "read them yourself"."""
+def _read_and_send(runs_root: str, pipe: int, then) -> None:
+    """The forked process: it reads, writes one pickle, runs `then` if given, and leaves
+    without the interpreter's exit (no atexit handler, no buffer flushed twice). Any failure,
+    a signal's included, is an exit status the synthesis reads as "do it yourself"."""
     code = 1
     try:
-        payload = memoryview(pickle.dumps(read_measures_files(runs_root), pickle.HIGHEST_PROTOCOL))
-        while payload:
-            payload = payload[os.write(pipe, payload[:PIPE_BYTES]) :]
+        files = read_measures_files(runs_root)
+        payload = pickle.dumps(files, pickle.HIGHEST_PROTOCOL)
+        _send(pipe, LENGTH.pack(len(payload)))
+        _send(pipe, payload)
+        os.close(pipe)
+        if then is not None:
+            # Silent: what it would say (a warning of the scenario's), the synthesis says.
+            sys.stdout = sys.stderr = quiet = open(os.devnull, "w")  # noqa: SIM115 (open until _exit)
+            os.dup2(quiet.fileno(), 1)
+            os.dup2(quiet.fileno(), 2)
+            then(files)
         code = 0
     finally:
         os._exit(code)
+
+
+def _send(pipe: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(pipe, view[:PIPE_BYTES]) :]
