@@ -71,7 +71,7 @@ def group_key(metric: str, cell: str) -> str:
 def statistic(kind: str, values: Sequence[float]) -> float:
     """The rate (mean of 0/1 values) or the median (even count: mean of the two middle values)."""
     if kind == RATE:
-        return sum(1 for value in values if value) / len(values)
+        return count_successes(values) / len(values)
     if kind == MEDIAN:
         return median(values)
     raise ValueError(f"no statistic for metric kind {kind!r}")
@@ -183,7 +183,7 @@ def dealt_median_gaps(
         # equal values: the medians are the same values).
         observed = np.argsort(np.argsort([*mine, *theirs], kind="stable"), kind="stable")
         if median_law.covers(len(mine), len(theirs)):
-            total += _drawn_from_the_law(ordered, observed, len(mine), rng, shuffles, scale)
+            _add_drawn_from_the_law(total, ordered, observed, len(mine), rng, shuffles, scale)
             continue
         if math.comb(ordered.size, len(mine)) <= ENUMERATED_DEALS:
             ours, others = _every_deal(ordered.size, len(mine))
@@ -199,26 +199,40 @@ def dealt_median_gaps(
         ours = np.vstack([observed[: len(mine)].astype(ours.dtype), ours])
         others = np.vstack([observed[len(mine) :].astype(others.dtype), others])
         total += scale(_median_at(ordered, ours)) - scale(_median_at(ordered, others))
-    return total / len(cell)
+    total /= len(cell)
+    return total
 
 
-def _drawn_from_the_law(ordered, observed, ours: int, rng, shuffles: int, scale) -> np.ndarray:
-    """One task's scale(median of the cell) - scale(median of the reference), for the observed
-    deal (first) and `shuffles` deals drawn from the exact law of the medians' positions
-    (`median_law`): the same law as shuffling the runs, at a fraction of the cost. Each median is
-    the mean of its two middle values (one value twice for an odd group), as `_median_at`."""
+def _add_drawn_from_the_law(
+    total: np.ndarray, ordered, observed, ours: int, rng, shuffles: int, scale
+) -> None:
+    """Adds to `total` one task's scale(median of the cell) - scale(median of the reference),
+    for the observed deal (first) and `shuffles` deals drawn from the exact law of the medians'
+    positions (`median_law`): the same law as shuffling the runs, at a fraction of the cost.
+    Each median is the mean of its two middle values (one value twice for an odd group), as
+    `_median_at`."""
     others = observed.size - ours
     mine, theirs = np.sort(observed[:ours]), np.sort(observed[ours:])
     first = [mine[(ours - 1) // 2], mine[ours // 2]]
     first += [theirs[(theirs.size - 1) // 2], theirs[theirs.size // 2]]
     if ours % 2 and others % 2:
         # One middle run each: a deal is one pair of the law's, so each pair's term is
-        # computed once (the observed deal's first) and the draws read them.
-        pairs, positions = median_law.median_pairs(ours, others)
-        dealt = np.concatenate(([0], pairs.draw(rng, shuffles) + 1))
-        return _median_terms(ordered, first, positions, scale)[dealt]
+        # computed once (the observed deal's first) and the draws read them by place.
+        places, positions = _median_pair_places(ours, others)
+        terms = _median_terms(ordered, first, positions, scale)
+        total[0] += terms[0]
+        total[1:] += terms.take(places.draw(rng, shuffles))
+        return
     drawn = median_law.draw_median_positions(ours, others, rng, shuffles)
-    return _median_terms(ordered, first, drawn, scale)
+    total += _median_terms(ordered, first, drawn, scale)
+
+
+@functools.lru_cache(maxsize=64)
+def _median_pair_places(ours: int, others: int) -> tuple[discrete_laws.AliasTable, tuple]:
+    """`median_law.median_pairs`, each pair drawn as its place among the terms (from 1: the
+    observed deal's term comes first)."""
+    pairs, positions = median_law.median_pairs(ours, others)
+    return discrete_laws.AliasTable(pairs.keep, pairs.alias, pairs.values + 1), positions
 
 
 def _median_terms(ordered, first, positions, scale) -> np.ndarray:
