@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -189,7 +190,8 @@ def test_a_task_that_fails_or_is_killed_is_not_followed(tmp_path, forking, capfd
     assert ahead.files() == read_ahead.read_measures_files(str(folder / "runs"))
     assert not ahead.followed()
     assert "the task talks" not in capfd.readouterr().out  # its words are the synthesis's
-    slow = read_ahead.start(folder, lambda files: __import__("time").sleep(60))
+    previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("close() waited for the task"))
+    slow = read_ahead.start(folder, lambda files: time.sleep(60))
     slow.files()
     pid = slow.pid
     signal.alarm(20)
@@ -200,6 +202,18 @@ def test_a_task_that_fails_or_is_killed_is_not_followed(tmp_path, forking, capfd
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
     assert not slow.followed()
+    # Files never taken: a reading that fits in the pipe goes on to its task; close() ends it.
+    unasked = read_ahead.start(folder, lambda files: time.sleep(60))
+    time.sleep(0.5)  # the files sent, the task under way
+    pid = unasked.pid
+    signal.alarm(20)
+    try:
+        unasked.close()
+    finally:
+        signal.alarm(0)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    signal.signal(signal.SIGALRM, previous)
 
 
 def test_when_the_reading_process_cannot_write_measures_csv_the_synthesis_does(

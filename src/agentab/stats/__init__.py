@@ -4,8 +4,8 @@
 this package's face: `stats.holm`, `stats.DRAWS`, … are `rule`'s names, loaded on first use so
 that importing one module of the package costs no more than that module. `resampling` draws the
 gaps (the bootstrap, the stratified permutation) with `discrete_laws` and `median_law`;
-`seeding` their random streams, one per key; `strata` is the equal-weight mean over tasks; `sequential` the anytime-valid confidence
-sequences of the sequential rule.
+`seeding` their random streams, one per key; `strata` is the equal-weight mean over tasks;
+`sequential` the anytime-valid confidence sequences of the sequential rule.
 """
 
 from __future__ import annotations

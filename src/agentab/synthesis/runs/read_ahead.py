@@ -122,9 +122,10 @@ class ReadAhead:
 
     def close(self) -> None:
         """Ends the process if it is still there: its files never asked for (its write then
-        fails), or its task after them no longer wanted (it is killed)."""
+        fails), or its task after them no longer wanted (it is killed, whether or not its
+        files were taken: a reading small enough for the pipe goes on to the task unasked)."""
         if self.pid is not None:
-            if self.follows and self.pipe is None:
+            if self.follows:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(self.pid, signal.SIGKILL)
             self._end()
