@@ -84,6 +84,36 @@ def test_the_machines_files_are_read_too_and_recorded_by_name_and_hash(tmp_path)
     )
 
 
+def test_what_a_local_index_links_to_is_handed_over_with_it(tmp_path):
+    # A PEP 503 index on disk: its pages under simple/, its files in a sibling folder, and a
+    # file kept elsewhere behind a symbolic link; pip fetches each at the link's own path.
+    home, pypi, elsewhere = tmp_path / "home", tmp_path / "pypi", tmp_path / "store"
+    (home / ".config" / "pip").mkdir(parents=True)
+    (pypi / "simple" / "pygments").mkdir(parents=True)
+    (pypi / "files").mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "six-1.0-py3-none-any.whl").write_bytes(b"wheel")
+    (pypi / "files" / "six-1.0-py3-none-any.whl").symlink_to(elsewhere / "six-1.0-py3-none-any.whl")
+    (pypi / "simple" / "index.html").write_text('<a href="pygments/">pygments</a>')
+    (pypi / "simple" / "pygments" / "index.html").write_text(
+        '<a href="../../files/pygments-2.0-py3-none-any.whl#sha256=00">pygments</a>\n'
+        '<a href="https://files.example/pygments-1.0.tar.gz">remote</a>\n'
+        '<a href="../../files/six-1.0-py3-none-any.whl">six</a>\n'
+        "<a href='file:///' >the machine</a>\n"
+    )
+    (home / ".config" / "pip" / "pip.conf").write_text(
+        f"[global]\nextra-index-url = file://{pypi / 'simple'}\n"
+    )
+    config = caller_package_config(home, system=tmp_path / "root")
+    assert set(config.mounts) == {
+        home / ".config" / "pip" / "pip.conf",
+        pypi / "simple",
+        pypi / "files",
+        elsewhere,
+    }
+    assert config.mounts[pypi / "files"] == str(pypi / "files")
+
+
 def test_a_copied_setups_log_says_its_own_time(tmp_path):
     earlier = {"seconds": 10.836, "created": [".venv", "x.egg-info"]}
     log = copied_log(earlier, "a" * 40, 0.25)

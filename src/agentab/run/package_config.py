@@ -3,7 +3,9 @@
 Where the registries are reached through a mirror, a private index or a company CA, `pip
 install` in setup works only with the configuration the caller's own `pip` uses. So setup gets
 the package managers' user configuration files (pip.conf, uv.toml, .npmrc), mounted read-only
-where the tools look for them, and the local folders and files those name. Only setup gets them,
+where the tools look for them, and the local folders and files those name, with the folders a
+local index's pages link to (an index's `simple/` pages often link to `../../files/`, a folder
+the configuration never names). Only setup gets them,
 never the agent or a validator, and a run records their names, never their contents: an index
 URL may carry a token.
 
@@ -27,6 +29,7 @@ import pwd
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlsplit
 
 from agentab.confinement.etc import allowed_entries
 
@@ -48,6 +51,10 @@ VISIBLE = ("/usr",)
 NEVER = ("/proc", "/sys", "/dev", "/run")
 
 _ABSOLUTE = re.compile(r"(?:file://)?(/[^\s'\"=,;:]+)")
+_HREF = re.compile(r"""href\s*=\s*["']([^"'#?]+)""", re.IGNORECASE)
+# The pages of a local index read for where their links lead: a PEP 503 index has one per
+# project, a few kilobytes each; past this many, a folder is not an index but a disk.
+MOST_PAGES = 20_000
 
 
 @dataclass
@@ -120,7 +127,48 @@ def named_paths(texts: list[str], home: Path) -> list[Path]:
             path = Path(match.group(1))
             if path not in found and mountable(path, home):
                 found.append(path)
+    for folder in [path for path in found if path.is_dir()]:
+        for linked in index_links(folder):
+            if not any(linked == p or p in linked.parents for p in found) and mountable(
+                linked, home
+            ):
+                found.append(linked)
     return found
+
+
+def index_links(folder: Path) -> list[Path]:
+    """The folders outside `folder` that a local index's pages link to: pip reads a
+    `file://` index's pages where they are, and fetches each file at the link's path, relative
+    to its page. A folder without pages (a find-links folder of wheels) links to nothing; a
+    file behind a symbolic link is read where the link leads."""
+    pages = [folder / "index.html"] if (folder / "index.html").is_file() else []
+    try:
+        projects = sorted(folder.iterdir())
+    except OSError:
+        return []
+    pages += [page for p in projects[:MOST_PAGES] if (page := p / "index.html").is_file()]
+    linked: list[Path] = []
+    for page in pages:
+        for href in _HREF.findall(read_bytes(page).decode("utf-8", errors="replace")):
+            target = link_target(page, href)
+            if target is None:
+                continue
+            for place in {target.parent, target.resolve().parent}:
+                if place != folder and folder not in place.parents and place not in linked:
+                    linked.append(place)
+    return linked
+
+
+def link_target(page: Path, href: str) -> Path | None:
+    """The local file a link of an index page names, or None (another page, a URL)."""
+    href = unquote(href.strip())
+    if href.endswith("/"):
+        return None
+    if href.startswith("file://"):
+        href = urlsplit(href).path
+    elif re.match(r"^[a-z][a-z0-9+.-]*:", href, re.IGNORECASE):
+        return None
+    return Path(os.path.normpath(page.parent / href))
 
 
 def mountable(path: Path, home: Path) -> bool:
