@@ -297,7 +297,7 @@ def task_lines(scenario: Scenario) -> list[str]:
 
 
 def receipt_limits(scenario: Scenario) -> list[str]:
-    """What a run's receipt cannot prove on its cell's harness (DESIGN §8): bricks it cannot
+    """What a run's receipt cannot prove on its cell's harness (docs/receipts.md): bricks it cannot
     see, and a thinking level checked only for being sent, not for its value."""
     from agentab.harnesses import adapter_class, get_harness
     from agentab.harnesses.base import ANY_REASONING

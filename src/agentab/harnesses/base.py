@@ -71,7 +71,8 @@ class RunSpec:
     timeout_s: float
     bricks: tuple[BrickFile, ...] = ()
     # Where the harness sends its model requests: the offline model when provider is "offline",
-    # else the run's recording proxy, which forwards to the provider (DESIGN §8).
+    # else the run's recording proxy, which forwards to the provider and records what it sent,
+    # the receipt's evidence (docs/receipts.md).
     model_base_url: str | None = None
     api_key: str | None = None  # from the credentials file; passed in the env, never recorded
     model_can_reason: bool = True  # what the offline model's policy says of its model
@@ -120,7 +121,7 @@ THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 #   {"type": "tool_result", "id": str, "tool": str, "output": str, "is_error": bool}
 # `tool` is the harness's own tool name; `kind` is one of TOOL_KINDS, so that a validator reads
 # any harness alike; a `run` call also carries its shell `command`. No system prompt, no brick
-# text, no model or thinking setting, no path of the clone: validators are blind (DESIGN §3).
+# text, no model or thinking setting, no path of the clone: a validator must not tell the cell (docs/validators.md).
 TOOL_KINDS = ("read", "edit", "write", "run", "other")
 
 

@@ -110,4 +110,6 @@ def try_side(
         lock.unlink(missing_ok=True)
     if isinstance(ran, dict):
         return Side({}, problem=ran.get("problem") or "the tests could not run")
+    if ran.verdict.forged:  # the commit's own code spoiled the report: no outcome to trust
+        return Side({}, problem=ran.verdict.forged)
     return Side(dict(ran.verdict.outcomes), unfinished=ran.verdict.why_unfinished)

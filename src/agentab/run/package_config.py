@@ -1,4 +1,4 @@
-"""The caller's package-manager configuration, handed to the etalon's setup (DESIGN §12).
+"""The caller's package-manager configuration, handed to the etalon's setup (docs/scenario.md).
 
 Where the registries are reached through a mirror, a private index or a company CA, `pip
 install` in setup works only with the configuration the caller's own `pip` uses. So setup gets

@@ -4,7 +4,7 @@ agentab does not trust that a flag was passed. From the run's request log
 (`model-requests.jsonl`: every request that reached the model, as the offline model or the
 recording proxy saw it) and the harness's own stream, `build_receipt` says for the model, the
 thinking level and each brick what was declared, what was sent and whether it was delivered
-(DESIGN §8). A run whose treatment was not delivered is invalid: retrying would repeat a
+(docs/receipts.md). A run whose treatment was not delivered is invalid: retrying would repeat a
 systematic drop, and scoring it would measure the baseline under the cell's name.
 
 Only the harness's own requests are read for that. A request that something the agent's tools
@@ -287,7 +287,7 @@ def fingerprint(turns: list[Request], clone: Path | None) -> str | None:
 def build_receipt(
     cell, told_model: str, harness, facts, log: Path, clone: Path | None, bricks=None
 ) -> dict:
-    """The receipt of one run (DESIGN §8). `bricks`: the copies the run was given (default the
+    """The receipt of one run (docs/receipts.md). `bricks`: the copies the run was given (default the
     cell's own files), whose text is what must have reached the model."""
     logged = read_requests(log)
     requests = [request for request in logged if request.origin == HARNESS]

@@ -1,7 +1,8 @@
 """The recording proxy: what a run sent a real provider, recorded on its way there.
 
 For a run against a real provider the run step starts one proxy on 127.0.0.1 for the length of
-the run and points the harness at it (DESIGN §8). The harness holds a placeholder, never the
+the run and points the harness at it, so that its receipt has the requests as they were sent
+(docs/receipts.md). The harness holds a placeholder, never the
 key, and the proxy is the only way out of the agent's sandbox, so what it forwards is decided
 here, not by the agent:
 

@@ -1,4 +1,4 @@
-"""The etalon's environment (DESIGN §12): `[etalon] setup`, run in every fresh checkout.
+"""The etalon's environment (docs/scenario.md): `[etalon] setup`, run in every fresh checkout.
 
 A real repository needs its dependencies: without them the agent's `pytest` fails on every call,
 and a validator may import a copy of the package installed elsewhere. So the scenario's setup

@@ -1,4 +1,5 @@
-"""The load-time rules of a scenario beyond its schema (DESIGN §2), each a function that adds
+"""The load-time rules of a scenario beyond its schema (docs/scenario.md, "The rules, and
+why"), each a function that adds
 the problems it finds to the collector: every problem names the file, the key and the fix.
 
 The seed's rule at the heart of it: a cell that declares no change from the baseline is a
@@ -302,7 +303,8 @@ def check_duplicate_cells(cells: list[Cell], sink: Collector) -> None:
 
 
 def check_harness_support(cells: list[Cell], sink: Collector) -> None:
-    """Each cell's harness can take what the cell asks of it, explicitly (DESIGN §7)."""
+    """Each cell's harness can take what the cell asks of it by explicit path, never by its own
+    discovery: a brick it would only find by itself is refused (docs/harnesses.md)."""
     from agentab.harnesses import adapter_class, harness_names
 
     known = harness_names()

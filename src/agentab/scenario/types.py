@@ -58,7 +58,7 @@ class Etalon:
     repo: str  # as written in the scenario
     tag: str
     location: str  # absolute path or URL
-    setup: tuple[str, ...] = ()  # shell commands run in every fresh checkout (DESIGN §12)
+    setup: tuple[str, ...] = ()  # shell commands run in every fresh checkout (docs/scenario.md)
     path: tuple[str, ...] = ()  # folders of the checkout put first on PATH
     setup_timeout_s: float = 600.0
 

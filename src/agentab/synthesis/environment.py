@@ -1,4 +1,5 @@
-"""Warnings about the environment the agent worked in, not its treatment (DESIGN §12).
+"""Warnings about the environment the agent worked in, not its treatment (docs/scenario.md,
+`[etalon] setup`; docs/workflow.md, `builtin`).
 
 Two things make a gap measure the machine instead of the brick: an agent whose tool calls
 mostly failed (no interpreter, no test runner, a missing dependency), and runs of one scenario

@@ -261,7 +261,7 @@ def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
 def run_warnings(result: SynthesisResult, scenario) -> list[str]:
     """What the runs alone warn of: unconfined runs, environments, protected edits, unused
     bricks, changed files, earlier looks, and treatments that did not reach the model, by their
-    receipts (DESIGN §8)."""
+    receipts (docs/receipts.md)."""
     undelivered: Counter = Counter()
     prints: dict[str, set] = defaultdict(set)
     for run in result.runs:

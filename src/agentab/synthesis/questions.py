@@ -1,4 +1,4 @@
-"""What people ask of the results, as synthesis.md and the report write it (DESIGN §16): can the
+"""What people ask of the results, as synthesis.md and the report write it (docs/synthesis.md): can the
 judge be trusted (`judge_agreement`), what does a cell cost for what it scores (`frontier`), and
 which tasks got worse (`task_directions`).
 """

@@ -30,6 +30,7 @@ from agentab.stats.strata import (
     stratum_key,
 )
 from agentab.synthesis.runs.results import BadFile, MissingRun, RunRecord
+from agentab.synthesis.unscored import UNSCORED_STATUSES, UnscoredBound, bounded
 
 HOLM_LEVEL = 0.05
 PENDING_NOTE = "no value yet: pending a human form in every valid run"
@@ -162,6 +163,8 @@ class ScoredValues:
     values: dict[tuple[str, str], list]
     pending: Counter
     by_task: dict[tuple[str, str, str], list] = field(default_factory=dict)
+    # (cell, task) -> its runs that ran and hold no value (`unscored`: they bound each gap)
+    unscored: Counter = field(default_factory=Counter)
 
     @classmethod
     def of(cls, runs: list[RunRecord], metrics: list[str]) -> ScoredValues:
@@ -171,8 +174,11 @@ class ScoredValues:
         # Each (cell, task)'s lists, looked up once for its runs rather than by two keys per value
         # (100 000 values at 10 000 runs).
         lists: dict[tuple[str, str], list] = {}
+        unscored: Counter = Counter()
         for run in runs:
             if run.status != "valid":
+                if run.status in UNSCORED_STATUSES:
+                    unscored[run.cell, run.task] += 1
                 continue
             cell, task, found, waiting = run.cell, run.task, run.metrics, run.pending
             if (cell, task) not in lists:
@@ -191,6 +197,7 @@ class ScoredValues:
             {key: got for key, got in values.items() if got},
             pending,
             {key: got for key, got in by_task.items() if got},
+            unscored,
         )
 
     def get(self, cell: str, metric: str) -> list:
@@ -303,7 +310,10 @@ def gap_work(scored: ScoredValues, scenario, types, cell_values: list[CellValue]
         verdicts: list = [None] * len(judged)
         for index, verdict in (item for items in found for item in items):
             verdicts[index] = verdict
-        return assembled_gaps(scenario, types, by_key, strata, scales, judged, verdicts)
+        gaps = assembled_gaps(scenario, types, by_key, strata, scales, judged, verdicts)
+        # No gap established because runs left the denominator (`unscored`).
+        bound = UnscoredBound(scored, scored.unscored, types, strata, scales)
+        return [bounded(gap, bound) for gap in gaps]
 
     return workers.Work(jobs, costs, assemble)
 

@@ -167,8 +167,6 @@ def run_and_judge(job: ValidatorJob, task: Any = None) -> RanTests | dict:
     failing, passing = task_tests(task)
     tests = failing + passing or expected.all_tests()
     verdict = judge_report(report, expected, tests, ran.result.exit_code, timed_out)
-    if verdict.forged:
-        return invalid_output(name, MODE, verdict.forged)
     return RanTests(verdict, tests, failing, passing)
 
 
@@ -180,6 +178,13 @@ def run_tests(job: ValidatorJob, task: Any = None) -> dict:
         return ran
     metric = str(job.spec.options.get("metric", DEFAULT_METRIC))
     explicit = bool(ran.failing or ran.passing)
+    if ran.verdict.forged:
+        # The code under test is the agent's work: a report it spoiled is its failure, never a
+        # run taken out of the denominator (docs/validators.md).
+        names = [metric, *(["fail_to_pass", "pass_to_pass"] if explicit else [])]
+        return validator_output(
+            job.name, MODE, dict.fromkeys(names, False), dict.fromkeys(names, ran.verdict.forged)
+        )
     metrics, reasons = {}, {}
     metrics[metric], reasons[metric] = summary(ran.verdict, ran.tests, skip_passes=not explicit)
     if explicit:

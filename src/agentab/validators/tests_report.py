@@ -2,7 +2,8 @@
 checked against what agentab knew before the test process started (`tests_collect`).
 
 Three answers, and only the last is a grade:
-- **report forged** (the run is invalid, never a pass): a sentinel's outcome is not the one it
+- **report forged** (a fail, with that reason, never a pass, and never an invalid run: the
+  code under test is the agent's work, so a report it spoiled is the agent's outcome): a sentinel's outcome is not the one it
   must have, a test is reported twice with two outcomes, or the test process ended with status 0
   before the runner said it had finished (code of the run ended it, claiming success);
 - the tests did not finish (a crash, a non-zero end, the time limit): every test not reported

@@ -3,7 +3,8 @@
 The validator never sees the clone the agent worked in (editing a validator must not rerun an
 agent run), nor another validator's output, nor anything that names the cell: its folder has a
 random name per attempt, under the workflow's work folder, and its context, transcript and patch
-are its own copies (DESIGN §3). A run whose agent run failed is not scored.
+are its own copies, so that it scores the run blind to its cell (docs/validators.md). A run
+whose agent run failed is not scored.
 """
 
 from __future__ import annotations

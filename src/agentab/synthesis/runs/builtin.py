@@ -1,4 +1,4 @@
-"""Built-in run metrics: what every run measures by itself, without any validator (DESIGN §12).
+"""Built-in run metrics: what every run measures by itself, without any validator (docs/workflow.md).
 
 Read from the run's record (run.json: turns, tokens, cost, duration, as the harness's stream and
 the provider's replies stated them) and from its transcript (every tool call and its result, in

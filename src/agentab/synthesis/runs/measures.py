@@ -109,7 +109,7 @@ def build_measures(
 
     receipt = run.get("receipt") or {}
     if receipt.get("delivered") is False:
-        # Not scored: the run measured something other than its cell (DESIGN §8). Not a fault
+        # Not scored: the run measured something other than its cell (docs/receipts.md). Not a fault
         # either: a retry would repeat a systematic drop.
         problems = "; ".join(receipt.get("problems") or ["the receipt found no delivery"])
         measures["problems"].append(f"treatment-not-delivered: {problems}")

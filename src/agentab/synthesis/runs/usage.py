@@ -1,4 +1,4 @@
-"""Per-brick use in one run: did the agent use what its cell gave it (DESIGN §16)?
+"""Per-brick use in one run: did the agent use what its cell gave it (docs/synthesis.md)?
 
 A receipt proves that a brick reached the model; it does not say that the agent used it. For
 every brick of the run's cell, from its transcript (the agent's conversation, the same format
