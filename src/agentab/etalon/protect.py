@@ -30,9 +30,13 @@ from agentab.files import folder_inside, write_inside
 # whatever its own `protect` says: its configuration (pytest's `addopts`, `-p`, `python_files`
 # in any of its files), every conftest.py, what the interpreter imports before any test
 # (sitecustomize, usercustomize, a .pth file), and any module its discovery would collect (a
-# new `test_é.py` that ends the interpreter, claiming success, on import).
+# new `test_é.py` that ends the interpreter, claiming success, on import). pytest 9 reads
+# `pytest.toml` and `.pytest.toml` before `pytest.ini`; tests/unit/test_runner_config_files.py
+# asks the pinned pytest which names it reads and fails on one missing here.
 RUNNER_FILES = (
     "**/conftest.py",
+    "pytest.toml",
+    ".pytest.toml",
     "pytest.ini",
     ".pytest.ini",
     "tox.ini",

@@ -121,7 +121,8 @@ THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 #   {"type": "tool_result", "id": str, "tool": str, "output": str, "is_error": bool}
 # `tool` is the harness's own tool name; `kind` is one of TOOL_KINDS, so that a validator reads
 # any harness alike; a `run` call also carries its shell `command`. No system prompt, no brick
-# text, no model or thinking setting, no path of the clone: a validator must not tell the cell (docs/validators.md).
+# text, no model or thinking setting, no path of the clone: a validator must not be able to tell
+# the cell (docs/validators.md).
 TOOL_KINDS = ("read", "edit", "write", "run", "other")
 
 

@@ -287,8 +287,8 @@ def fingerprint(turns: list[Request], clone: Path | None) -> str | None:
 def build_receipt(
     cell, told_model: str, harness, facts, log: Path, clone: Path | None, bricks=None
 ) -> dict:
-    """The receipt of one run (docs/receipts.md). `bricks`: the copies the run was given (default the
-    cell's own files), whose text is what must have reached the model."""
+    """The receipt of one run (docs/receipts.md). `bricks`: the copies the run was given
+    (default the cell's own files), whose text is what must have reached the model."""
     logged = read_requests(log)
     requests = [request for request in logged if request.origin == HARNESS]
     turns = [request for request in requests if request.is_turn] or requests

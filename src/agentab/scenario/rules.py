@@ -304,7 +304,7 @@ def check_duplicate_cells(cells: list[Cell], sink: Collector) -> None:
 
 def check_harness_support(cells: list[Cell], sink: Collector) -> None:
     """Each cell's harness can take what the cell asks of it by explicit path, never by its own
-    discovery: a brick it would only find by itself is refused (docs/harnesses.md)."""
+    discovery: a brick it cannot be handed is refused (docs/harnesses.md)."""
     from agentab.harnesses import adapter_class, harness_names
 
     known = harness_names()

@@ -1,6 +1,6 @@
-"""What people ask of the results, as synthesis.md and the report write it (docs/synthesis.md): can the
-judge be trusted (`judge_agreement`), what does a cell cost for what it scores (`frontier`), and
-which tasks got worse (`task_directions`).
+"""What people ask of the results, as synthesis.md and the report write it (docs/synthesis.md):
+can the judge be trusted (`judge_agreement`), what does a cell cost for what it scores
+(`frontier`), and which tasks got worse (`task_directions`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Built-in run metrics: what every run measures by itself, without any validator (docs/workflow.md).
+"""Built-in run metrics: what every run measures by itself, without any validator
+(docs/workflow.md, `builtin`).
 
 Read from the run's record (run.json: turns, tokens, cost, duration, as the harness's stream and
 the provider's replies stated them) and from its transcript (every tool call and its result, in
