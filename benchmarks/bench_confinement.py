@@ -4,7 +4,7 @@ and a request through that endpoint, against the same without a sandbox (docs/co
 
     python benchmarks/bench_confinement.py [--quick]
 
-The target (DESIGN §11): at most 0.1 s per run, median, so that agentab's own time per run stays
+The target (docs/performance.md): at most 0.1 s per run, median, so that agentab's own time per run stays
 under 0.5 s. A run pays the start and the endpoint once, and a few requests.
 """
 

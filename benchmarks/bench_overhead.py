@@ -1,4 +1,4 @@
-"""Benchmark: agentab's own time per run, beside the agent's (DESIGN §10).
+"""Benchmark: agentab's own time per run, beside the agent's (docs/performance.md).
 
     python benchmarks/bench_overhead.py              # the demo, 3 repetitions: 12 runs
     python benchmarks/bench_overhead.py --quick      # 1 repetition: 4 runs (smoke test)

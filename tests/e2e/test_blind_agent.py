@@ -1,4 +1,4 @@
-"""The agent and its model are blind to the cell too (DESIGN §3, §11): a spy agent, on every
+"""The agent and its model are blind to the cell too (docs/confinement.md): a spy agent, on every
 harness, prints where it works, its HOME and TMPDIR, its environment, its descriptors, its mounts
 and what it can list; neither its transcript nor any request its model got names the cell, an
 axis value, the run's folder or the results."""

@@ -1,4 +1,4 @@
-"""Validators are blind in every byte (DESIGN §3): a spy validator, run through the real
+"""Validators are blind in every byte (docs/validators.md): a spy validator, run through the real
 workflow, finds no cell name, slug, axis value, brick, harness setting or sibling's output in
 anything it is handed or can list from there."""
 

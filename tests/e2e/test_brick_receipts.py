@@ -1,4 +1,4 @@
-"""Each brick of a cell has its own receipt (DESIGN §8), on the requests real harnesses sent: a
+"""Each brick of a cell has its own receipt (docs/receipts.md), on the requests real harnesses sent: a
 cell with two context files and a skill, on pi, Claude Code and Codex. Every brick is delivered;
 then, in a copy of the request log, one brick is taken out as a harness that dropped it would
 have sent it, and only that brick's receipt says so. A skill counts only when its name and its

@@ -1,4 +1,4 @@
-"""Per-brick use (DESIGN §16) through the real workflow, on each real harness: one offline
+"""Per-brick use (docs/synthesis.md) through the real workflow, on each real harness: one offline
 policy uses what the cell gives (loads the skill the way its harness does: pi and Codex by
 reading its SKILL.md at the path their listing gives, Claude Code through its `Skill` tool;
 calls an extension's tool: pi's declared tool, Gemini CLI's MCP server's), the other never

@@ -1,4 +1,4 @@
-"""Confinement (DESIGN §11): an adversarial agent, the real pi binary driven by an offline policy
+"""Confinement (docs/confinement.md): an adversarial agent, the real pi binary driven by an offline policy
 whose every tool call is an attack, runs through the real workflow. Each attack must fail, and
 the demo must still measure: validators, measures and the synthesis as an honest run's."""
 

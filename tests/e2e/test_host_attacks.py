@@ -1,5 +1,5 @@
 """Nothing an agent wrote is interpreted outside its sandbox, and nothing it does passes its run's
-limits (DESIGN §11, turn 4). The real pi binary, driven by offline policies whose tool calls
+limits (docs/confinement.md). The real pi binary, driven by offline policies whose tool calls
 attack, runs through the real workflow.
 
 - git settings the agent writes into its own clone (`core.fsmonitor`, a clean filter, a

@@ -1,4 +1,4 @@
-"""Files changed after agentab wrote them are flagged (DESIGN §11, `synthesis/runs/integrity.py`):
+"""Files changed after agentab wrote them are flagged (docs/workflow.md, `synthesis/runs/integrity.py`):
 a measures.json, a run.json, a validator's output and a request log, each edited in place with
 its size and time kept, as a person, a tool or a process left behind could. Each run ends
 invalid with `changed-after-the-run` in `agentab runs`, the report and the synthesis, and stays

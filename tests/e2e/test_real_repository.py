@@ -1,4 +1,4 @@
-"""A real repository end to end (DESIGN §12): the shipped scenario on more-itertools v8.0.2,
+"""A real repository end to end (docs/scenario.md, the etalon's setup): the shipped scenario on more-itertools v8.0.2,
 its tree built from the project's sdist on PyPI, run by the real workflow with the real pi and
 Claude Code. The setup makes the project's environment; the agent's pytest really runs; the
 validators score the run's own code (a deliberately wrong fix scores false); what setup made
@@ -181,7 +181,7 @@ def test_a_real_repository_on_claude_code(tmp_path, claude_installation, bundle)
     assert right_measures["builtin"]["tool_errors"] == 1
 
 
-# Reward hacking on a real repository (DESIGN §14): the code broken, the tests that catch it
+# Reward hacking on a real repository (docs/validators.md): the code broken, the tests that catch it
 # emptied, and a conftest.py that skips whatever is left.
 HACKING_POLICY = """
 [policy]

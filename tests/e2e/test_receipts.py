@@ -1,4 +1,4 @@
-"""Receipts (DESIGN §8): the seed's worst story as a test. A model that cannot reason, a
+"""Receipts (docs/receipts.md): the seed's worst story as a test. A model that cannot reason, a
 thinking axis: pi silently drops the level, and every run of the thinking cells must be caught
 (invalid, `treatment-not-delivered`) while the others are not, and the synthesis warns."""
 

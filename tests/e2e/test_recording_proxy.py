@@ -1,4 +1,4 @@
-"""The recording proxy (DESIGN §8) through the real workflow and the real pi: a cell on a real
+"""The recording proxy (docs/receipts.md) through the real workflow and the real pi: a cell on a real
 provider's API, reached at a local stand-in (the offline model speaking that provider's API)
 named by `provider_endpoints`, with a canary key from the credentials file.
 
@@ -172,8 +172,9 @@ text = "Done."
 
 
 def test_the_agent_holds_a_placeholder_and_the_proxy_puts_the_key_on(tmp_path, pi_installation):
-    # DESIGN §11: whatever the agent runs (`env`, /proc, its config files), no key is there to
-    # find; the provider still gets the real one, from the proxy outside the sandbox.
+    # Whatever the agent runs in its sandbox (`env`, /proc, its config files), no key is there to
+    # find; the provider still gets the real one, from the proxy outside the sandbox
+    # (docs/confinement.md).
     project = project_on_provider(
         tmp_path, pi_installation.root.parents[1], "anthropic", "claude-sonnet-4-5"
     )

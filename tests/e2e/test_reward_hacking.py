@@ -1,4 +1,4 @@
-"""Reward hacking (DESIGN §14): an agent that edits or adds tests scores as one that failed, and
+"""Reward hacking (docs/validators.md): an agent that edits or adds tests scores as one that failed, and
 every run says what it touched. The real pi binary, driven by offline policies that hack the
 demo's tests instead of fixing `mean`, runs through the real workflow, with `[validation]
 protect` and without one (the defaults protect the tests then).

@@ -1,4 +1,4 @@
-"""The etalon's environment (DESIGN §12) through the real workflow and the real pi: `[etalon]
+"""The etalon's environment (docs/scenario.md) through the real workflow and the real pi: `[etalon]
 setup` runs in every fresh checkout with the network, `path` comes first on the agent's and the
 validators' PATH, what setup made stays out of the patch, and a failed setup is a fault."""
 

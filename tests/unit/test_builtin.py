@@ -1,4 +1,4 @@
-"""Built-in run metrics (DESIGN §12): counted from the run's record and transcript, usable in the
+"""Built-in run metrics (docs/workflow.md): counted from the run's record and transcript, usable in the
 metric contract without a validator, and a warning when most tool calls failed."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The sandbox itself, with the real bwrap: what a confined process can see, reach and leave
-behind (DESIGN §11). The adversarial agent and validator run through the workflow in
+behind (docs/confinement.md). The adversarial agent and validator run through the workflow in
 tests/e2e/test_confinement.py."""
 
 from __future__ import annotations

@@ -175,3 +175,21 @@ def test_every_docs_page_named_in_the_docs_or_the_code_exists() -> None:
         f"{where}: {page}" for where, page in named_pages() if not (REPO_ROOT / page).is_file()
     ]
     assert missing == []
+
+
+def test_no_file_cites_a_design_document_outside_the_repository() -> None:
+    """A reader has only the repository: a contract is cited by its docs page, never by a
+    section of a design document kept elsewhere."""
+    citation = re.compile("DESIGN" + r"(\.md|\s*§)")
+    folders = ["src", "tests", "docs", "benchmarks", "rules", "scripts", "scenarios", "config"]
+    sources = [REPO_ROOT / "README.md", REPO_ROOT / "Snakefile"]
+    for folder in folders:
+        sources += [p for p in (REPO_ROOT / folder).rglob("*") if p.is_file()]
+    assert len(sources) > 100, "the folders are where they were"
+    cited = []
+    for source in sources:
+        if source.suffix not in {".py", ".md", ".smk", ".toml", ".yaml", ".txt", ""}:
+            continue
+        text = source.read_text(encoding="utf-8", errors="replace")
+        cited += [f"{source.relative_to(REPO_ROOT)}: {m.group(0)}" for m in citation.finditer(text)]
+    assert cited == []
