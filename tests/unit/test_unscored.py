@@ -90,3 +90,14 @@ def test_a_median_gap_is_bounded_by_the_extreme_values_seen(tmp_path):
     gap = read_gap(folder, "turns")
     assert float(gap["ci_low"]) > 0  # on the scored runs alone
     assert gap["verdict"] == "inconclusive"  # 8 of 20 counted at the lowest value seen
+
+
+def test_synthesis_md_warns_where_the_cells_unscored_shares_differ(tmp_path):
+    folder = laundered(tmp_path / "results", launder=True)
+    synthesize(folder)
+    report = (folder / "synthesis.md").read_text(encoding="utf-8")
+    assert "`rule` has 3/20 (15%) runs invalid or failed against 0/20 (0%)" in report
+    assert "(1 of its gaps did not)" in report
+    honest = laundered(tmp_path / "honest", launder=False)
+    synthesize(honest)
+    assert "runs invalid or failed against" not in (honest / "synthesis.md").read_text()

@@ -21,6 +21,7 @@ from agentab.synthesis.runs.brick_use import brick_use_rows, brick_use_warnings
 from agentab.synthesis.runs.integrity import changed_runs_warnings
 from agentab.synthesis.runs.protected import protected_edit_warnings
 from agentab.synthesis.runs.results import STATUSES, RunRecord
+from agentab.synthesis.unscored import unscored_warnings
 from agentab.synthesis.verdicts import HOLM_LEVEL, PENDING_NOTE, CellValue, Gap, SynthesisResult
 from agentab.synthesis.wave_verdicts import stopping_context
 
@@ -273,6 +274,7 @@ def run_warnings(result: SynthesisResult, scenario) -> list[str]:
     warnings = unconfined_warning(result) + environment_warnings(result, scenario)
     warnings += protected_edit_warnings(result, scenario) + brick_use_warnings(result, scenario)
     warnings += changed_runs_warnings(result) + looks_warning(result.looks)
+    warnings += unscored_warnings(result, scenario)
     warnings += [
         f"`{cell.name}`: {undelivered[cell.name]} run{'s' * (undelivered[cell.name] != 1)} "
         "whose treatment did not reach the model (invalid: `treatment-not-delivered`)"

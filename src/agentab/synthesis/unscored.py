@@ -147,3 +147,36 @@ def bounded(gap, bounds: UnscoredBound):
         return gap
     verdict = dataclasses.replace(gap.verdict, verdict=stats.INCONCLUSIVE)
     return dataclasses.replace(gap, verdict=verdict, note=found.note())
+
+
+def unscored_warnings(result, scenario) -> list[str]:
+    """A warning for each cell whose share of invalid or failed runs is not the reference's:
+    where the shares differ, the runs that left might have decided a gap."""
+    ran: Counter = Counter()
+    unscored: Counter = Counter()
+    for run in result.runs:
+        if run.status == "valid" or run.status in UNSCORED_STATUSES:
+            ran[run.cell] += 1
+            unscored[run.cell] += run.status in UNSCORED_STATUSES
+
+    def share(cell: str) -> str:
+        return f"{unscored[cell]}/{ran[cell]} ({unscored[cell] / ran[cell]:.0%})"
+
+    reference = scenario.reference
+    if not ran[reference]:
+        return []
+    bounded_gaps = [gap for gap in result.family if "counted against it" in gap.note]
+    return [
+        f"`{cell.name}` has {share(cell.name)} runs invalid or failed against {share(reference)} "
+        f"of the reference (`{reference}`): they hold no value, so each gap of the cell is "
+        f"established only if it holds with them counted against it"
+        + (
+            f" ({sum(gap.cell == cell.name for gap in bounded_gaps)} of its gaps did not)"
+            if any(gap.cell == cell.name for gap in bounded_gaps)
+            else ""
+        )
+        for cell in scenario.cells
+        if cell.name != reference
+        and ran[cell.name]
+        and unscored[cell.name] * ran[reference] != unscored[reference] * ran[cell.name]
+    ]
