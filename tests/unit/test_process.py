@@ -6,7 +6,14 @@ import sys
 
 import pytest
 
-from agentab.run.process import end_stale_twin, group_alive, run_process, wait_exactly, write_lock
+from agentab.run.process import (
+    Cap,
+    end_stale_twin,
+    group_alive,
+    run_process,
+    wait_exactly,
+    write_lock,
+)
 from tests.processes import is_running
 
 
@@ -96,3 +103,22 @@ def test_the_exact_wait_gives_the_exit_code_or_times_out():
     finally:
         sleeping.kill()
         sleeping.wait()
+
+
+def test_an_output_is_capped_as_it_arrives_its_head_and_tail_kept(tmp_path):
+    lock = tmp_path / "lock"
+    script = "import sys; sys.stdout.write('H' * 1000 + 'x' * 5_000_000 + 'T' * 1000)"
+    result = run_process(
+        [sys.executable, "-c", script],
+        env={},
+        cwd=tmp_path,
+        stdout_path=tmp_path / "out",
+        stderr_path=tmp_path / "err",
+        timeout_s=30,
+        lock_path=lock,
+        caps=(Cap(1000, 1000), Cap(10)),
+    )
+    kept = (tmp_path / "out").read_bytes()
+    assert kept.startswith(b"H" * 1000 + b"\n[agentab kept") and kept.endswith(b"T" * 1000)
+    assert b"5000000 bytes between were not kept" in kept
+    assert result.printed == (5_002_000, 0) and result.cut((Cap(1000, 1000), None)) == (True, False)

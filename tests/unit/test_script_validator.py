@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
+from agentab.confinement.bwrap import NONE
 from agentab.scenario import ValidatorSpec
 from agentab.validators import ValidatorJob
-from agentab.validators.script import parse_script_output, run_script
+from agentab.validators.script import KEPT_OUTPUT_BYTES, parse_script_output, run_script
 
 
 def job(tmp_path: Path, body: str, timeout: str = "10s") -> ValidatorJob:
@@ -61,4 +63,22 @@ def test_a_huge_output_is_kept_bounded_and_refused(tmp_path: Path) -> None:
     out = run_script(validator)
     assert not out["ok"] and "more than" in out["problem"]
     kept = (validator.audit_dir / "stdout.txt").read_bytes()
-    assert len(kept) < 1024 * 1024 and b"bytes cut" in kept
+    assert len(kept) < 1024 * 1024 and b"not kept" in kept
+
+
+def test_a_validators_error_output_is_capped_as_it_is_written(tmp_path: Path) -> None:
+    """40 MB on stderr never reach the host's disk: the script itself, still running, finds
+    its stderr file within the cap (a cut made afterwards let it grow past the run's disk)."""
+    body = (
+        "import json, os, sys, time\n"
+        "for _ in range(40):\n"
+        "    sys.stderr.write('e' * (1024 * 1024)); sys.stderr.flush()\n"
+        "time.sleep(0.5)\n"
+        f"size = os.path.getsize({str(tmp_path / 'audit' / 'stderr.txt')!r})\n"
+        "print(json.dumps({'metrics': {'kept': size}}))\n"
+    )
+    validator = replace(job(tmp_path, body, timeout="60s"), confinement=NONE)
+    out = run_script(validator)
+    assert out["ok"] and out["metrics"]["kept"] <= KEPT_OUTPUT_BYTES
+    kept = (validator.audit_dir / "stderr.txt").read_bytes()
+    assert len(kept) < KEPT_OUTPUT_BYTES + 200 and b"bytes between were not kept" in kept

@@ -6,6 +6,10 @@ id and the leader's start time, so that a twin left running by a killed workflow
 Snakemake re-parents it) is ended before the same job starts again, and a reused pid is never
 mistaken for it. It also names the attempt's private folders, which a killed step could not
 remove: they go with the twin.
+
+What such a process prints is hostile in size as in content: each of its two outputs may be
+capped (`Cap`) as it is written, never cut afterwards, so that a validator printing gigabytes
+never has them on the host's disk.
 """
 
 from __future__ import annotations
@@ -40,6 +44,29 @@ class ProcessResult:
     exit_code: int | None
     timed_out: bool
     duration_s: float
+    # What the process printed on its standard output and error, in bytes, kept or not.
+    printed: tuple[int, int] = (0, 0)
+
+    def cut(self, caps: tuple[Cap | None, Cap | None]) -> tuple[bool, bool]:
+        """Whether each output was cut at its cap."""
+        return tuple(
+            cap is not None and size > cap.size
+            for size, cap in zip(self.printed, caps, strict=True)
+        )
+
+
+@dataclass(frozen=True)
+class Cap:
+    """At most `head` bytes of an output kept from its start and `tail` from its end, and a
+    line between that says how many were cut. The head is written as it arrives; the tail, held
+    in memory, when the output ends."""
+
+    head: int
+    tail: int = 0
+
+    @property
+    def size(self) -> int:
+        return self.head + self.tail
 
 
 def run_process(
@@ -54,13 +81,15 @@ def run_process(
     folders: Sequence[Path] = (),
     sandbox=None,
     limits=None,
+    caps: tuple[Cap | None, Cap | None] = (None, None),
 ) -> ProcessResult:
     """Run a program to its end or to the timeout; its whole process group never outlives it.
 
     `folders` are the attempt's own (its scratch, its clone), removed with it if it is found
     stale. `sandbox` (a `confinement.endpoint.Sandbox`) confines it: `argv`, `env` and `cwd` are then
     what the program sees inside. `limits` (a `confinement.limits.RunLimits`, entered) caps it
-    from its first instruction. Raises CannotStart when the program cannot be started at all.
+    from its first instruction. `caps` bound what is kept of its standard output and error.
+    Raises CannotStart when the program cannot be started at all.
     """
     end_stale_twin(lock_path)
     started = time.monotonic()
@@ -97,7 +126,8 @@ def run_process(
                     end.close()
         if ours is None:
             ours = (process.stdout, process.stderr)
-        pumps = [pump(ours[0], stdout), pump(ours[1], stderr)]
+        sinks = [CappedSink(stdout, caps[0]), CappedSink(stderr, caps[1])]
+        pumps = [pump(ours[0], sinks[0]), pump(ours[1], sinks[1])]
         pgid = process.pid  # a new session: the leader's pid is the group id
         write_lock(lock_path, pgid, folders)
         try:
@@ -119,7 +149,10 @@ def run_process(
                 sandbox.close()
             for thread in pumps:
                 thread.join(VANISH_WAIT_S)
-    return ProcessResult(exit_code, timed_out, time.monotonic() - started)
+            for sink in sinks:
+                sink.close()
+    printed = (sinks[0].total, sinks[1].total)
+    return ProcessResult(exit_code, timed_out, time.monotonic() - started, printed)
 
 
 def output_channels(sandboxed: bool):
@@ -133,6 +166,52 @@ def output_channels(sandboxed: bool):
     return tuple(ours for ours, _ in pairs), tuple(theirs for _, theirs in pairs)
 
 
+class CappedSink:
+    """A file an output is written into as it arrives, within its `Cap` (none: whole)."""
+
+    def __init__(self, handle, cap: Cap | None):
+        self.handle, self.cap = handle, cap
+        self.total = 0
+        self.tail = bytearray()
+        self.closed = False
+        self.lock = threading.Lock()
+
+    def write(self, chunk: bytes) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            kept = self.total
+            self.total += len(chunk)
+            if self.cap is None:
+                self.handle.write(chunk)
+                self.handle.flush()
+                return
+            room = max(0, self.cap.head - kept)
+            if room:
+                self.handle.write(chunk[:room])
+                self.handle.flush()
+            if self.cap.tail and len(chunk) > room:
+                self.tail += chunk[room:]
+                del self.tail[: -self.cap.tail]
+
+    def close(self) -> None:
+        """The tail, after a line that says how much was cut: once, when the output ended (a
+        writer left behind past the join writes nothing more)."""
+        with self.lock:
+            if self.closed or self.cap is None:
+                self.closed = True
+                return
+            self.closed = True
+            cut = self.total - self.cap.head - len(self.tail)
+            if cut > 0:
+                self.handle.write(
+                    f"\n[agentab kept the first {self.cap.head} and the last {len(self.tail)} "
+                    f"bytes of this output; {cut} bytes between were not kept]\n".encode()
+                )
+            self.handle.write(bytes(self.tail))
+            self.handle.flush()
+
+
 def pump(source, sink) -> threading.Thread:
     """Copy a pipe into a file as output arrives, until every writer has closed it."""
 
@@ -141,7 +220,6 @@ def pump(source, sink) -> threading.Thread:
             fd = source.fileno()
             while chunk := os.read(fd, 65536):
                 sink.write(chunk)
-                sink.flush()
         with contextlib.suppress(OSError):
             source.close()
 

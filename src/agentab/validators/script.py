@@ -18,7 +18,7 @@ from agentab.confinement.bwrap import NONE, View
 from agentab.confinement.endpoint import Sandbox
 from agentab.confinement.limits import RunLimits, cgroup_place
 from agentab.confinement.views import validator_view
-from agentab.run.process import CannotStart, run_process
+from agentab.run.process import CannotStart, Cap, run_process
 from agentab.run.setup import path_entries
 from agentab.validators import ValidatorJob, invalid_output, validator_output, validator_timeout_s
 
@@ -27,6 +27,10 @@ SHOWN_OUTPUT_CHARS = 300
 KEPT_OUTPUT_BYTES = 256 * 1024
 # Metrics are a small JSON object; output past this is refused rather than parsed.
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+# What a validator prints is capped as it is written (the run's code prints through it): its
+# stdout past what could be metrics, its stderr past what is kept for audit. A validator that
+# printed gigabytes never had them on the host's disk.
+OUTPUT_CAPS = (Cap(MAX_OUTPUT_BYTES), Cap(KEPT_OUTPUT_BYTES // 2, KEPT_OUTPUT_BYTES // 2))
 
 
 def script_home(job: ValidatorJob) -> Path:
@@ -110,7 +114,7 @@ def _run_script(job: ValidatorJob) -> dict:
         return invalid_output(job.name, "script", f"timed out after {ran.timeout:g}s")
     if ran.result.exit_code != 0:
         return invalid_output(job.name, "script", f"exit status {ran.exit_text()}")
-    if ran.stdout.stat().st_size > MAX_OUTPUT_BYTES:
+    if ran.result.printed[0] > MAX_OUTPUT_BYTES:
         return invalid_output(
             job.name,
             "script",
@@ -165,6 +169,7 @@ def run_confined(job: ValidatorJob, argv: list[str], folder: Path | None, mode: 
                 folders=[job.scratch_dir] if job.scratch_dir else [],
                 sandbox=sandbox,
                 limits=capped,
+                caps=OUTPUT_CAPS,
             )
         except CannotStart as error:
             return invalid_output(job.name, mode, str(error))
@@ -172,8 +177,13 @@ def run_confined(job: ValidatorJob, argv: list[str], folder: Path | None, mode: 
     return Ran(result, reached, stdout_path, stderr_path, timeout)
 
 
+# The line a capped output carries where bytes were cut.
+MARKER_ROOM = 200
+
+
 def bound_audit(job: ValidatorJob) -> None:
-    """A validator's output is kept for audit, bounded: a 50 MB stdout is not copied whole."""
+    """A validator's output is kept for audit, bounded: its stdout, capped as written at what
+    could be metrics, is cut to its head and tail once read."""
     for name in ("stdout.txt", "stderr.txt"):
         path = job.audit_dir / name
         if path.exists():
@@ -189,14 +199,14 @@ def read_tail(path: Path, size: int = 4096) -> bytes:
 def keep_bounded(source: Path) -> None:
     """Cut a kept output down to its head and tail, saying how much was cut."""
     size = source.stat().st_size
-    if size <= KEPT_OUTPUT_BYTES:
+    if size <= KEPT_OUTPUT_BYTES + MARKER_ROOM:  # stderr was capped as written, its line said
         return
     half = KEPT_OUTPUT_BYTES // 2
     with open(source, "rb") as handle:
         head = handle.read(half)
         handle.seek(size - half)
         tail = handle.read()
-    cut = f"\n[agentab kept the first and last {half} bytes; {size - 2 * half} bytes cut]\n"
+    cut = f"\n[agentab kept the first and last {half} bytes; {size - 2 * half} bytes between were not kept]\n"
     source.write_bytes(head + cut.encode() + tail)
 
 
