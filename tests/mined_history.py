@@ -5,11 +5,14 @@ A small shop module with unittest tests; after the tag `base`:
     good-discount   fixes total() ignoring the discount, with a test that fails before   kept
     refactor        renames a helper, no test                                            not a candidate
     flaky           fixes rounding, with tests that pass or fail at random               stable
+    no-random       removes those random tests (a deletion is no test to hide)           not a candidate
     tax-tests       adds tests for tax(), which already works                            fail-to-pass
     break-build     breaks build.py (the setup), no test                                 not a candidate
     fix-build       fixes build.py and parse(), with a test: its parent does not build   builds
     good-parse      fixes parse() of negative numbers (#12), a test that fails before    kept
     breaks-format   fixes a new currency test, and breaks the old format test            fail-to-pass
+    breaks-tax      fixes the tax rate with a test of its own, and breaks test_tax in    fail-to-pass
+                    tests/test_shop.py, a file it leaves alone (the whole suite runs)
 
 The setup every candidate runs is `python3 build.py`.
 """
@@ -25,11 +28,16 @@ DROPPED = {
     "Fix rounding of prices": ("stable", "flaky"),
     "Add tests for tax": ("fail-to-pass", "its tests pass without the fix"),
     "Fix the currency symbol": ("fail-to-pass", "breaks tests that passed before"),
+    "Fix the tax rate": (
+        "fail-to-pass",
+        "breaks tests that passed before: tests.test_shop.TestShop.test_tax",
+    ),
     "Fix parse of thousands and the build": ("builds", "does not build before the fix"),
 }
 NOT_CANDIDATES = {
     "Rename the rounding helper": "changes no test",
     "Break the build": "changes no test",
+    "Remove the random tests": "changes neither code nor tests",
 }
 
 SHOP = """\
@@ -90,6 +98,17 @@ class TestRounding(unittest.TestCase):
 
     def test_timing_c(self):
         self.assertTrue(os.urandom(1)[0] % 2)
+"""
+
+RATE_TESTS = """\
+import unittest
+
+import shop
+
+
+class TestRate(unittest.TestCase):
+    def test_rate(self):
+        self.assertEqual(shop.tax(4), 1.0)
 """
 
 
@@ -155,6 +174,8 @@ def build_history(repo: Path) -> Path:
         **edit(repo, "shop.py", "def tax(", "def price(value):\n    return float(f'{value + 1e-9:.2f}')\n\n\ndef tax("),
         "tests/test_rounding.py": FLAKY_TESTS,
     })  # fmt: skip
+    git(repo, "rm", "-q", "tests/test_rounding.py")
+    git(repo, "commit", "-q", "-m", "Remove the random tests")
     commit(repo, "Add tests for tax", {
         **edit(repo, "shop.py", "def tax(amount):", "def tax(amount):  # 20%"),
         **add_test(repo, "tests/test_shop.py",
@@ -176,5 +197,9 @@ def build_history(repo: Path) -> Path:
         **edit(repo, "shop.py", 'return "$" + format', 'return "EUR " + format'),
         **add_test(repo, "tests/test_shop.py",
                    '    def test_euro(self):\n        self.assertEqual(shop.money(1), "EUR 1.00")'),
+    })  # fmt: skip
+    commit(repo, "Fix the tax rate", {
+        **edit(repo, "shop.py", "return round(amount * 0.2, 2)", "return round(amount * 0.25, 2)"),
+        "tests/test_rate.py": RATE_TESTS,
     })  # fmt: skip
     return repo

@@ -24,6 +24,8 @@ PROSE_SUFFIXES = (".md", ".rst", ".txt", ".adoc")
 PROSE_NAMES = ("CHANGELOG", "CHANGES", "HISTORY", "NEWS", "AUTHORS", "LICENSE")
 PROSE_FOLDERS = ("docs", "doc")
 FIELD, RECORD = "\x1f", "\x1e"
+# The folders pytest never looks into for tests (its default `norecursedirs`).
+NOT_SEARCHED = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,66 @@ def resolve(repo: Path, ref: str, what: str) -> str:
             "that `git log` shows"
         )
     return found.strip()
+
+
+def check_ancestor(repo: Path, since: tuple[str, str], until: tuple[str, str]) -> None:
+    """Refuse a `--since` that is not an ancestor of `--until`: git would walk every commit
+    back to where their histories part, not the commits after `--since` (a tag of a release
+    branch walked 277 commits of the main line)."""
+    (since_ref, since_sha), (until_ref, until_sha) = since, until
+    if _is_ancestor(repo, since_sha, until_sha):
+        return
+    walked = int(
+        git("rev-list", "--first-parent", "--count", f"{since_sha}..{until_sha}", cwd=repo)
+    )
+    base = git("merge-base", since_sha, until_sha, cwd=repo, check=False).strip()
+    parted = f"their histories part at {base[:12]}" if base else "they share no commit"
+    from agentab.errors import AgentabError, problem
+
+    raise AgentabError(
+        problem(
+            "agentab tasks mine",
+            "--since",
+            f"`{since_ref}` ({since_sha[:12]}) is not an ancestor of --until `{until_ref}` "
+            f"({until_sha[:12]}): {parted}, so the range {since_ref}..{until_ref} would walk "
+            f"{walked} commit{'s' * (walked != 1)} of {until_ref}'s history, not the commits after "
+            f"{since_ref}",
+            f"give a --since that `git tag --merged {until_ref}` or `git log {until_ref}` "
+            f"lists{f', e.g. --since {base[:12]}' if base else ''}",
+        )
+    )
+
+
+def _is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
+    import subprocess
+
+    from agentab.etalon.repository import git_env
+
+    found = subprocess.run(
+        ["git", "merge-base", "--is-ancestor", ancestor, descendant],
+        cwd=repo, env=git_env(), stdin=subprocess.DEVNULL, capture_output=True,
+    )  # fmt: skip
+    return found.returncode == 0
+
+
+def suite_files(repo: Path, sha: str, runner: str) -> list[str]:
+    """Every test file of the commit the runner finds by its file patterns (test_*.py for
+    pytest, test*.py for unittest), outside the folders pytest never searches: the whole
+    suite, what a fix must keep passing when no `--suite` narrows it."""
+    from agentab.validators.tests_collect import matches_runner
+
+    listed = git("ls-tree", "-r", "--name-only", "-z", sha, cwd=repo)
+    return [
+        path
+        for path in listed.split("\0")
+        if path.endswith(".py")
+        and matches_runner(path, runner)
+        and not any(
+            PurePosixPath(part).match(skip)
+            for part in PurePosixPath(path).parts[:-1]
+            for skip in NOT_SEARCHED
+        )
+    ]
 
 
 def commits_between(repo: Path, since: str, until: str) -> list[Commit]:

@@ -17,8 +17,10 @@ from agentab.etalon.repository import git
 from agentab.mining.decide import REPEATS, Decision, decide, first_look, funnel
 from agentab.mining.history import (
     Commit,
+    check_ancestor,
     commits_between,
     resolve,
+    suite_files,
     task_name,
     why_not_a_candidate,
 )
@@ -78,10 +80,8 @@ def mine(request: Request, out: Path, settings: Settings, progress: Progress) ->
     clear_earlier_mining(out)
     repo = MiningRepo(out)
     repo.copy_from(request.source)
-    since = resolve(repo.bare, request.since, "--since")
-    until = resolve(repo.bare, request.until, "--until")
+    commits = walked_commits(repo, request)
     outcome, names = Outcome(), set()
-    commits = commits_between(repo.bare, since, until)
     candidates = []
     for commit in commits:
         why = why_not_a_candidate(commit)
@@ -117,6 +117,14 @@ def mine(request: Request, out: Path, settings: Settings, progress: Progress) ->
     return outcome
 
 
+def walked_commits(repo: MiningRepo, request: Request) -> list[Commit]:
+    """The commits after `--since` up to `--until`, once `--since` is known to be before it."""
+    since = resolve(repo.bare, request.since, "--since")
+    until = resolve(repo.bare, request.until, "--until")
+    check_ancestor(repo.bare, (request.since, since), (request.until, until))
+    return commits_between(repo.bare, since, until)
+
+
 def try_candidate(
     repo: MiningRepo, commit: Commit, name: str, settings: Settings, repeats: int
 ) -> tuple[Decision, str]:
@@ -129,6 +137,11 @@ def try_candidate(
     empty.write_bytes(b"")
     repo.write_fix(commit, fix)
     tests = runner_targets(commit, settings.runner)
+    if not settings.suite:
+        # No suite named: every test the runner finds must keep passing, the files the commit
+        # left alone too (a fix that breaks one of those is no task).
+        whole = suite_files(repo.bare, commit.parent, settings.runner)
+        tests += [path for path in whole if path not in tests]
 
     def side(patch: Path, label: str, attempt: int) -> Side:
         audit = folder / f"{label}-{attempt}"
