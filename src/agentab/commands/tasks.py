@@ -28,7 +28,9 @@ def register(subparsers) -> None:
         description=(
             "Walk the history after --since, keep the commits that change both code and tests, "
             "and try each on its parent: the commit's tests must fail there, pass with the "
-            "commit's fix, and every other test pass both times, on each of --repeats tries. "
+            "commit's fix, and every other test pass both times, on each of --repeats tries: "
+            "every test file of the repository the runner's file patterns match, or only "
+            "--suite's (or the scenario's tests validator's `tests`) when given. "
             "Writes OUT/scenario.toml (the kept tasks, runnable with snakemake as they stand), "
             "OUT/tasks.toml (to paste into a scenario of yours), the bundle the tasks start "
             "from, their hidden tests and prompts, and OUT/mined.json (why every other commit "
@@ -39,8 +41,9 @@ def register(subparsers) -> None:
         "repo", metavar="REPO", help="a git repository: a path, a URL or a bundle"
     )
     mine_parser.add_argument(
-        "--since", required=True, metavar="REF", help="mine the commits after this one"
-    )
+        "--since", required=True, metavar="REF",
+        help="mine the commits after this one (an ancestor of --until: another is refused)",
+    )  # fmt: skip
     mine_parser.add_argument(
         "--until", default="HEAD", metavar="REF", help="up to this commit (default HEAD)"
     )
@@ -50,9 +53,10 @@ def register(subparsers) -> None:
     )
     mine_parser.add_argument(
         "--scenario", type=Path, metavar="FILE",
-        help="take the environment from this scenario: [etalon] setup and path, [validation] "
-        "protect, [protocol] limits, and its tests validator's runner and tests (run as the "
-        "suite every candidate must keep passing)",
+        help="take the environment from this file: [etalon] setup and path, [validation] "
+        "protect, [protocol] limits (the mined scenario keeps them), and its tests validator's "
+        "runner and tests (run as the suite every candidate must keep passing); a file of "
+        "those alone will do, a complete scenario too",
     )  # fmt: skip
     mine_parser.add_argument(
         "--setup", action="append", default=[], metavar="CMD",
@@ -67,7 +71,8 @@ def register(subparsers) -> None:
     )
     mine_parser.add_argument(
         "--suite", action="append", default=[], metavar="PATH",
-        help="a test file or folder whose tests must pass before and after every fix (repeat)",
+        help="a test file or folder whose tests must pass before and after every fix (repeat); "
+        "without it, every test file the runner's patterns match in the repository",
     )  # fmt: skip
     mine_parser.add_argument(
         "--issues", type=Path, metavar="FILE",
@@ -151,19 +156,15 @@ def source_location(repo: str) -> str:
 def settings_from(args) -> Settings:
     runner, suite, etalon, protect, limits = args.runner, list(args.suite), None, None, None
     if args.scenario is not None:
-        from agentab.scenario import load_scenario
+        from agentab.mining.environment import load_environment
 
-        scenario = load_scenario(args.scenario, check_etalon=False, check_bricks=False)
-        etalon, limits = scenario.etalon, scenario.limits
-        protect = (scenario.raw.get("validation") or {}).get("protect")
-        # The project's own suite: what its tests validators run of the tag (a validator with
-        # hidden tests runs tests the history does not have).
-        own = [s for s in scenario.validators.values() if s.mode == "tests"]
-        if own:
-            runner = runner or own[0].options["runner"]
-        for spec in own:
-            if not spec.options.get("hidden"):
-                suite += [path for path in spec.options.get("tests", ()) if path not in suite]
+        # The environment alone: a file of setup, path, protect, limits and a tests
+        # validator is whole here (a complete scenario is read the same way).
+        environment = load_environment(args.scenario)
+        etalon, limits, protect = environment.etalon, environment.limits, environment.protect
+        runner = runner or environment.runner
+        # The project's own suite: what its tests validators run of the tag.
+        suite += [path for path in environment.suite if path not in suite]
     if args.setup or args.path:
         from agentab.scenario.types import Etalon
 
@@ -225,15 +226,13 @@ def read_issues(path: Path) -> dict[str, str]:
 
 def dry_run(request: Request, out: Path, settings: Settings) -> int:
     """The candidates, as the walk finds them: nothing is tried, nothing written but the copy."""
-    from agentab.mining.history import commits_between, resolve, why_not_a_candidate
-    from agentab.mining.mine import runner_targets
+    from agentab.mining.history import why_not_a_candidate
+    from agentab.mining.mine import runner_targets, walked_commits
     from agentab.mining.workspace import MiningRepo
 
     repo = MiningRepo(out)
     repo.copy_from(request.source)
-    since = resolve(repo.bare, request.since, "--since")
-    until = resolve(repo.bare, request.until, "--until")
-    commits = commits_between(repo.bare, since, until)
+    commits = walked_commits(repo, request)
     count = 0
     for commit in commits:
         why = why_not_a_candidate(commit)

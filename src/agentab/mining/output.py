@@ -29,6 +29,7 @@ from agentab.mining.history import Commit, is_test
 from agentab.mining.workspace import BUNDLE, MiningRepo
 
 DEFAULT_AGENT = {"harness": "pi", "version": "1.6.0", "thinking": "off", "timeout": "3m"}
+DEFAULT_LIMITS = {"memory": "4G", "processes": 512, "disk": "2G", "patch": "5M"}
 MIN_RUNS_PER_CELL = 10
 ISSUE_REFERENCE = re.compile(r"(?:^|[^\w&])#(\d+)\b")
 
@@ -113,6 +114,13 @@ def validation_block(protect) -> str:
     return "\n".join(lines) + "\n"
 
 
+def limits_inline(limits) -> str:
+    """`[protocol] limits` as the environment's scenario declared them, else what a mined task
+    of a small project needs."""
+    table = limits.as_dict() if limits is not None else DEFAULT_LIMITS
+    return "{ " + ", ".join(f"{key} = {json.dumps(value)}" for key, value in table.items()) + " }"
+
+
 def scenario_text(name: str, source: str, tasks: list[Mined], settings) -> str:
     agent = DEFAULT_AGENT
     return f"""# Tasks mined from {source} by `agentab tasks mine` (mined.json says why every other
@@ -135,7 +143,7 @@ timeout = "{agent["timeout"]}"
 
 [protocol]
 repetitions = {repetitions_for(len(tasks))}
-limits = {{ memory = "4G", processes = 512, disk = "2G", patch = "5M" }}
+limits = {limits_inline(settings.limits)}
 
 [axes]
 policy = ["nofix", "fix"]
