@@ -88,7 +88,8 @@ def test_redo_removes_the_runs_files_but_their_fault_history(results: Path) -> N
     (results / "runs" / "rule" / "r03" / "faults.jsonl").write_text('{"reason": "529"}\n')
     result = redo_runs(results, ["rule/r03"])
     assert [entry.run for entry in result.runs] == ["rule/r03"]
-    assert [p.name for p in (results / "runs" / "rule" / "r03").iterdir()] == ["faults.jsonl"]
+    kept = sorted(p.name for p in (results / "runs" / "rule" / "r03").iterdir())
+    assert kept == ["faults.jsonl", "redone.jsonl"]  # the attempts, and the measured one redone
     for name in SYNTHESIS:
         assert not (results / name).exists(), name
     assert not (results / "report").exists()
@@ -254,3 +255,19 @@ def test_runs_lists_the_runs_that_failed_a_metric(results: Path, capsys) -> None
     }
     assert main(["runs", str(results), "--metric", "turns~5"]) == 2
     assert "fix: write NAME=true, NAME=false, or a number" in capsys.readouterr().err
+
+
+def test_a_redone_failing_run_stays_visible_in_the_synthesis(results: Path) -> None:
+    """Redoing only the failing runs can take failures out of a cell: each replaced attempt is
+    kept in the run's redone.jsonl, and the synthesis names it even once the new attempt has
+    measures of its own."""
+    kept = (results / "runs" / "rule" / "r02" / "measures.json").read_bytes()
+    redo_runs(results, statuses=["invalid"])
+    redone = (results / "runs" / "rule" / "r02" / "redone.jsonl").read_text().splitlines()
+    assert [json.loads(line)["status"] for line in redone] == ["invalid"]
+    (results / "runs" / "rule" / "r02" / "measures.json").write_bytes(kept)  # the new attempt
+    synthesize(results)
+    text = (results / "synthesis.md").read_text(encoding="utf-8")
+    assert (
+        "`rule`: 1 run redone after a measured attempt (`agentab redo`): rule/r02 (invalid:" in text
+    )

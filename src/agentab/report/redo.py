@@ -7,12 +7,15 @@ of a filled form. The next `snakemake` then reruns exactly those runs (clone, ag
 measures) and the cheap steps over all runs (form checking, measures fed by a filled form, the
 synthesis, the blank forms, the report); no other agent run or validator.
 
-A run's `faults.jsonl` is kept: it is the history of attempts the harness could not do, which
-the synthesis counts per cell, and a redo does not make those attempts not have happened.
+A run's `faults.jsonl` is kept: it is the history of attempts the harness could not do, and a
+redo does not make those attempts not have happened. For the same reason a measured run
+(valid, failed or invalid) that is redone leaves a line in the run's `redone.jsonl` (its status and reason), which the
+synthesis names per cell: redoing only the runs that failed must never pass for a first table.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +25,13 @@ from agentab.layout import ResultsFolder
 from agentab.report.builder import report_dir
 from agentab.report.runs import FAULTS_FILE, RunEntry, list_runs
 from agentab.report.sources import load_frozen_scenario, synthesis_outputs
+from agentab.synthesis.redone import REDONE_FILE
 from agentab.validators.form_blank import form_validators
 from agentab.workflow.holding import refuse_while_held
 
 REDO_STATUSES = ("failed", "invalid", "fault", "unreadable")
-KEPT_FILES = (FAULTS_FILE,)
+KEPT_FILES = (FAULTS_FILE, REDONE_FILE)
+MEASURED_STATUSES = ("valid", "failed", "invalid")
 
 
 @dataclass
@@ -90,9 +95,18 @@ def redo_runs(results_dir: Path, run_ids: list[str] = (), statuses: list[str] = 
     if not chosen:
         return RedoResult([], removed)
     for entry in chosen:
+        if entry.status in MEASURED_STATUSES:
+            record_redo(results_dir / entry.folder, entry)
         removed += remove_run_files(results_dir / entry.folder)
     removed += remove_dependent_outputs(results_dir, scenario)
     return RedoResult(chosen, removed)
+
+
+def record_redo(folder: Path, entry: RunEntry) -> None:
+    """Keep the measured attempt's status and reason in the run's `redone.jsonl`."""
+    line = json.dumps({"status": entry.status, "reason": entry.reason}, ensure_ascii=False)
+    with (folder / REDONE_FILE).open("a", encoding="utf-8") as out:
+        out.write(line + "\n")
 
 
 def remove_run_files(folder: Path) -> list[Path]:

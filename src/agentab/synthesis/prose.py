@@ -17,6 +17,7 @@ from agentab.synthesis.environment import environment_warnings
 from agentab.synthesis.figures.sequence_figure import sequence_svg
 from agentab.synthesis.looks import looks_warning
 from agentab.synthesis.questions import questions_context
+from agentab.synthesis.redone import redone_warnings
 from agentab.synthesis.runs.brick_use import brick_use_rows, brick_use_warnings
 from agentab.synthesis.runs.integrity import changed_runs_warnings
 from agentab.synthesis.runs.protected import protected_edit_warnings
@@ -274,7 +275,7 @@ def run_warnings(result: SynthesisResult, scenario) -> list[str]:
     warnings = unconfined_warning(result) + environment_warnings(result, scenario)
     warnings += protected_edit_warnings(result, scenario) + brick_use_warnings(result, scenario)
     warnings += changed_runs_warnings(result) + looks_warning(result.looks)
-    warnings += unscored_warnings(result, scenario)
+    warnings += unscored_warnings(result, scenario) + redone_warnings(result)
     warnings += [
         f"`{cell.name}`: {undelivered[cell.name]} run{'s' * (undelivered[cell.name] != 1)} "
         "whose treatment did not reach the model (invalid: `treatment-not-delivered`)"
