@@ -110,6 +110,7 @@ def test_nothing_it_started_outlives_it(tmp_path):
         end_processes(marked_processes(mark))
 
 
+@pytest.mark.slow  # the run waits out the escaped process's hold on its output: about 10 s
 def test_unconfined_the_same_processes_survive(tmp_path):
     # The control for the test above: without a sandbox, a new session escapes the group kill.
     mark = f"zqsurvivor{uuid.uuid4().hex[:8]}"

@@ -592,6 +592,7 @@ def test_check_warns_when_the_etalon_declares_dependencies_but_no_setup(
     assert "declares dependencies" not in capsys.readouterr().out
 
 
+@pytest.mark.slow  # a real venv made in a sandbox: about 8 s
 def test_check_setup_runs_the_setup_once_and_says_what_it_made(scenario_dir: Path, capsys) -> None:
     text = SEED_MATRIX.replace(
         'tag = "v1.0"',

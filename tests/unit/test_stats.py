@@ -152,6 +152,7 @@ def test_the_verdict_always_follows_the_interval_for_rates(cell, reference):
 p_values = st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=40)
 
 
+@pytest.mark.slow  # statsmodels on a hundred drawn lists: about 25 s
 @given(p_values)
 def test_holm_matches_statsmodels(ps):
     expected = multipletests(ps, method="holm")[1]

@@ -61,6 +61,7 @@ def test_run_all_hands_out_the_costliest_first_and_assembles_each_work_in_its_or
     assert started == ["b", "c", "a"]  # in this process: in the order they were handed out
 
 
+@pytest.mark.slow  # two syntheses of a scenario with several tasks: about 7 s
 def test_the_number_of_workers_changes_no_byte(tmp_path, monkeypatch):
     """A scenario with several tasks (pooled shuffles, per-task intervals, pass^k, the
     frontier), synthesized in one process and on two workers."""
