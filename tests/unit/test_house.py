@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "agentab"
 LAYERS = [
     {"errors", "files", "layout", "metrics", "prices", "rendering", "workers"},
     {"confinement", "etalon", "harnesses", "local_model", "offline_model", "stats"},
-    {"budget"},
+    {"budget", "trajectory"},
     {"scenario"},
     {"run"},
     {"validators"},
