@@ -30,12 +30,25 @@ SHOWN_LINES = 5
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 SETUP_HOME = "/tmp"  # inside the sandbox: a private tmpfs
 # What the environment's first Python has installed, as `pip freeze` would list it, without
-# needing pip: `importlib.metadata` reads the same records, in a tenth of the time.
+# needing pip: `importlib.metadata` reads the same records, in a tenth of the time. Then a
+# `project <name>` line for each package installed from the checkout itself (its
+# `direct_url.json` names the working folder): the etalon's own, whose version each commit
+# sets, which the synthesis does not count as a difference of environment.
 LIST_PACKAGES = (
-    "import importlib.metadata as m, sys\n"
+    "import importlib.metadata as m, json, os, sys\n"
     "print('python', sys.version.split()[0], sys.prefix)\n"
-    "names = {f\"{d.metadata['Name']}=={d.version}\" for d in m.distributions()}\n"
+    "found = list(m.distributions())\n"
+    "names = {f\"{d.metadata['Name']}=={d.version}\" for d in found}\n"
     "print(*sorted(names, key=str.lower), sep='\\n')\n"
+    "here = 'file://' + os.getcwd()\n"
+    "def url(d):\n"
+    "    try:\n"
+    "        return str(json.loads(d.read_text('direct_url.json') or '{}').get('url', ''))\n"
+    "    except (ValueError, AttributeError):\n"
+    "        return ''\n"
+    "own = {d.metadata['Name'] for d in found if url(d) == here or url(d).startswith(here + '/')}\n"
+    "for name in sorted(own, key=str.lower):\n"
+    "    print('project', name)\n"
 )
 
 

@@ -73,15 +73,19 @@ def differing_environments(result: SynthesisResult) -> list[str]:
     folder = getattr(result, "results_dir", None)
     common_digest, common = ordered[0]
     common_packages = read_environment(folder, common, common_digest)
+    others = [
+        (digest, runs, read_environment(folder, runs, digest)) for digest, runs in ordered[1:]
+    ]
+    # Only the etalon's own package differs: each task's commit installs its own version.
+    others = [o for o in others if common_packages is None or o[2] != common_packages]
     warnings = []
-    for digest, runs in ordered[1:]:
-        other = read_environment(folder, runs, digest)
+    for _, runs, other in others:
         if common_packages is not None and other is not None:
             said = f": {difference(common_packages, other)}"
         else:
             said = " (an `environment.txt` that would tell how is missing or changed)"
         warnings.append(
-            f"the runs got {len(groups)} different environments from the same setup: "
+            f"the runs got {len(others) + 1} different environments from the same setup: "
             f"{where(runs)} got another one than the {len(common)} runs of the most common"
             f"{said}; compare their `environment.txt` and pin the setup's versions (`pip install "
             "pkg==1.2.3`, a lock file), or the gaps may measure the difference"

@@ -20,6 +20,7 @@ SHOWN_CHANGES = 6
 NAME_CHARS = 80
 TRIED_RUNS = 3
 PYTHON = "python"  # the first line: `python 3.11.2 /workspace/.venv`
+PROJECT = "project"  # `project shop`: a package setup installed from the checkout itself
 
 
 def read_environment(results_dir: Path | None, runs, digest: str) -> dict[str, str] | None:
@@ -40,14 +41,19 @@ def read_environment(results_dir: Path | None, runs, digest: str) -> dict[str, s
 
 
 def packages(lines: list[str]) -> dict[str, str]:
-    """`name==version` lines by their name (case folded), the interpreter line by `python`."""
+    """`name==version` lines by their name (case folded), the interpreter line by `python`;
+    without the etalon's own packages (`project <name>`): each commit of a project installs its
+    own version of it, which is the task, not the environment."""
     found: dict[str, str] = {}
+    own = set()
     for line in lines:
         if line.startswith(f"{PYTHON} "):
             found[PYTHON] = " ".join(line.split()[:2])  # its version; its prefix is /workspace
+        elif line.startswith(f"{PROJECT} "):
+            own.add(line.split(" ", 1)[1].strip().lower())
         elif "==" in line:
             found[line.split("==", 1)[0].strip().lower()] = line.strip()
-    return found
+    return {name: line for name, line in found.items() if name not in own}
 
 
 def difference(common: dict[str, str], other: dict[str, str]) -> str:
