@@ -191,3 +191,69 @@ def test_a_request_the_agents_tools_sent_is_never_evidence_of_delivery(tmp_path)
     assert receipt["bricks"][0]["delivered"] is False
     assert "request 2" in receipt["bricks"][0]["evidence"]
     assert receipt["delivered"] is False and receipt["requests"] == 2
+
+
+def with_later_system(path: Path, seq: int, system: str) -> Path:
+    """The log with request `seq`'s system prompt replaced: the treatment changed mid-run (the
+    agent rewrote its harness's memory, or a file the harness read again)."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[seq - 1]["body"]["messages"][0]["content"] = system
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+@pytest.mark.parametrize(
+    "later", [f"You are pi.\n{RULE.replace('test suite', 'linter')}", "You are pi."]
+)
+def test_a_brick_a_later_turn_altered_or_lost_is_not_delivered(tmp_path, later):
+    brick = context_brick(tmp_path)
+    requests = with_later_system(log(tmp_path, f"You are pi.\n{RULE}", "high", count=4), 3, later)
+    receipt = build_receipt(
+        cell(tmp_path, "high", [brick]), "demo", PiHarness(), StreamFacts(thinking_applied="high"),
+        requests, None,
+    )  # fmt: skip
+    # The first request alone would prove it: the third is the one that did not carry it.
+    assert receipt["bricks"][0]["delivered"] is False, receipt["bricks"]
+    evidence = receipt["bricks"][0]["evidence"]
+    assert "request 3" in evidence and "changed during the run" in evidence
+    assert receipt["delivered"] is False and len(receipt["problems"]) == 1
+
+
+def test_a_brick_every_turn_carried_says_so(tmp_path):
+    brick = context_brick(tmp_path)
+    receipt = build_receipt(
+        cell(tmp_path, "high", [brick]), "demo", PiHarness(), StreamFacts(thinking_applied="high"),
+        log(tmp_path, f"You are pi.\n{RULE}", "high", count=3), None,
+    )  # fmt: skip
+    assert receipt["bricks"][0]["delivered"] is True
+    assert "every later turn (requests 1 to 3)" in receipt["bricks"][0]["evidence"]
+
+
+def test_a_skill_a_later_turn_no_longer_lists_is_not_delivered(tmp_path):
+    folder = tmp_path / "skills" / "tidy"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: tidy\ndescription: Tidy the code.\n---\nBody\n")
+    skill = SimpleNamespace(kind="skills", rel="skills/tidy", path=folder)
+    listed = "You are pi.\n<skill><name>tidy</name><description>Tidy the code.</description>"
+    requests = with_later_system(log(tmp_path, listed, None, count=3), 2, "You are pi.")
+    receipt = build_receipt(
+        cell(tmp_path, "off", [skill]), "demo", PiHarness(), StreamFacts(), requests, None
+    )
+    assert receipt["bricks"][0]["delivered"] is False
+    assert "request 2 does not list 'tidy'" in receipt["bricks"][0]["evidence"]
+
+
+def test_an_extension_a_later_turn_no_longer_offers_is_not_delivered(tmp_path):
+    path = tmp_path / "probe.ts"
+    path.write_text('pi.registerTool({ name: "brick_probe", label: "x" });')
+    extension = SimpleNamespace(kind="extensions", rel="extensions/probe.ts", path=path)
+    requests = log(tmp_path, "You are pi.", None, count=3)
+    lines = [json.loads(line) for line in requests.read_text().splitlines()]
+    for line in lines[:2]:  # the first two turns offer its tool, the third no longer does
+        line["body"]["tools"].append({"type": "function", "function": {"name": "brick_probe"}})
+    requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    receipt = build_receipt(
+        cell(tmp_path, "off", [extension]), "demo", PiHarness(), StreamFacts(), requests, None
+    )
+    assert receipt["bricks"][0]["delivered"] is False
+    assert receipt["bricks"][0]["evidence"].startswith("request 3 offers none")

@@ -4,8 +4,10 @@ agentab does not trust that a flag was passed. From the run's request log
 (`model-requests.jsonl`: every request that reached the model, as the offline model or the
 recording proxy saw it) and the harness's own stream, `build_receipt` says for the model, the
 thinking level and each brick what was declared, what was sent and whether it was delivered
-(docs/receipts.md). A run whose treatment was not delivered is invalid: retrying would repeat a
-systematic drop, and scoring it would measure the baseline under the cell's name.
+(docs/receipts.md). Every turn of the run is checked, not the first alone: a treatment the
+agent's commands changed after the first request is not delivered. A run whose treatment was
+not delivered is invalid: retrying would repeat a systematic drop, and scoring it would measure
+the baseline under the cell's name.
 
 Only the harness's own requests are read for that. A request that something the agent's tools
 started sent to the endpoint (a `curl` from bash: `"origin": "tool"` in the log,
@@ -24,8 +26,8 @@ from pathlib import Path
 from agentab.harnesses.base import ANY_REASONING
 from agentab.offline_model import wire
 from agentab.offline_model.origin import HARNESS
+from agentab.runfiles import RECEIPT_VERSION, ReceiptJson
 
-SCHEMA_VERSION = 1
 PROBLEM_PREFIX = "treatment-not-delivered"
 # Dates and times a harness writes into its system prompt: not part of what a cell sends.
 VOLATILE = re.compile(r"\d{4}-\d{2}-\d{2}([T ][\d:.]+Z?)?|\b\d{1,2}:\d{2}(:\d{2})?\b")
@@ -209,44 +211,73 @@ def request_strings(request: Request) -> list[str]:
     return found
 
 
-def brick_entry(brick, harness, first: Request | None, turns: list[Request]) -> dict:
+def brick_entry(brick, harness, turns: list[Request]) -> dict:
+    """A brick is delivered when every turn of the run carries it, not the first alone: the
+    agent's commands could otherwise change the treatment mid-run (a harness's memory rewritten,
+    a file it reads again) after the first request had proven it (docs/receipts.md)."""
     entry = {"kind": brick.kind, "rel": brick.rel}
     if brick.kind in harness.unprovable_bricks:
         return entry | {"delivered": None, "evidence": harness.unprovable_bricks[brick.kind]}
-    if first is None:
+    if not turns:
         return entry | {"delivered": False, "evidence": "no request reached the model"}
+    check = brick_check(brick, harness)
+    if check is None:
+        return entry | {
+            "delivered": None,
+            "evidence": f"{harness.name} keeps no record of loading it",
+        }
+    verdicts = [check(request) for request in turns]
+    for place, (delivered, evidence) in enumerate(verdicts):
+        if delivered is False:
+            if place:
+                evidence += f"; request {turns[0].seq} carried it: it changed during the run"
+            return entry | {"delivered": False, "evidence": evidence}
+    delivered, evidence = verdicts[0]
+    if delivered and len(turns) > 1:
+        evidence += f", and so does every later turn (requests {turns[0].seq} to {turns[-1].seq})"
+    return entry | {"delivered": delivered, "evidence": evidence}
+
+
+def brick_check(brick, harness):
+    """The check of one request for `brick`: (delivered, evidence), delivered None when the
+    request cannot prove it either way; None when the harness keeps no record of it at all."""
     if brick.kind == "context_files":
         text = squeeze(Path(brick.path).read_text(encoding="utf-8"))
-        if text and text in squeeze(first.system):
-            return entry | {
-                "delivered": True,
-                "evidence": f"its text is in the system prompt of request {first.seq}",
-            }
-        if text and text in squeeze(first.prompt):
-            return entry | {
-                "delivered": True,
-                "evidence": f"its text is in the first message of request {first.seq}",
-            }
-        return entry | {
-            "delivered": False,
-            "evidence": f"its text is in neither the system prompt nor the first message of request {first.seq}",
-        }
+        return lambda request: context_in(text, request)
     if brick.kind == "skills":
         name, description = skill_identity(Path(brick.path))
-        found = skill_announced(name, description, first)
-        evidence = (
-            f"request {first.seq} lists it: its name {name!r} with its description, as in its "
-            "SKILL.md"
-            if found
-            else f"request {first.seq} does not list {name!r} with its description as in its "
+        return lambda request: skill_in(name, description, request)
+    builtin = getattr(harness, "builtin_tools", None)
+    if builtin is None:
+        return None
+    declared = harness.extension_tools(Path(brick.path)).names
+
+    def offered(request: Request) -> tuple[bool | None, str]:
+        found = tools_entry(declared, set(request.tools) - set(builtin), request.seq)
+        return found["delivered"], found["evidence"]
+
+    return offered
+
+
+def context_in(text: str, request: Request) -> tuple[bool, str]:
+    if text and text in squeeze(request.system):
+        return True, f"its text is in the system prompt of request {request.seq}"
+    if text and text in squeeze(request.prompt):
+        return True, f"its text is in the first message of request {request.seq}"
+    return False, (
+        f"its text is in neither the system prompt nor the first message of request {request.seq}"
+    )
+
+
+def skill_in(name: str, description: str, request: Request) -> tuple[bool, str]:
+    if skill_announced(name, description, request):
+        return True, (
+            f"request {request.seq} lists it: its name {name!r} with its description, as in its "
             "SKILL.md"
         )
-        return entry | {"delivered": found, "evidence": evidence}
-    builtin = getattr(harness, "builtin_tools", None)
-    if builtin is not None:
-        declared = harness.extension_tools(Path(brick.path)).names
-        return entry | tools_entry(declared, set(first.tools) - set(builtin), first.seq)
-    return entry | {"delivered": None, "evidence": f"{harness.name} keeps no record of loading it"}
+    return False, (
+        f"request {request.seq} does not list {name!r} with its description as in its SKILL.md"
+    )
 
 
 def tools_entry(declared: frozenset[str], extra: set[str], seq: int) -> dict:
@@ -286,7 +317,7 @@ def fingerprint(turns: list[Request], clone: Path | None) -> str | None:
 
 def build_receipt(
     cell, told_model: str, harness, facts, log: Path, clone: Path | None, bricks=None
-) -> dict:
+) -> ReceiptJson:
     """The receipt of one run (docs/receipts.md). `bricks`: the copies the run was given
     (default the cell's own files), whose text is what must have reached the model."""
     logged = read_requests(log)
@@ -298,13 +329,12 @@ def build_receipt(
         cell.agent.thinking, facts.thinking_applied, expected, turns
     )
     problems += thinking_problems
-    first = turns[0] if turns else None
-    bricks = [brick_entry(brick, harness, first, turns) for brick in bricks or cell.bricks]
+    bricks = [brick_entry(brick, harness, turns) for brick in bricks or cell.bricks]
     problems += [
         f"{b['kind']} {b['rel']}: {b['evidence']}" for b in bricks if b["delivered"] is False
     ]
     return {
-        "schema": SCHEMA_VERSION,
+        "schema_version": RECEIPT_VERSION,
         "requests": len(requests),
         "tool_requests": [tool_request_entry(r) for r in logged if r.origin != HARNESS],
         "delivered": not problems,
