@@ -14,7 +14,7 @@ results/<scenario>/                  ResultsFolder
   logs/<step>.log
   runs/<cell slug>/r<NN>/            RunFolder (with [tasks.*]: runs/<cell slug>--<task>/r<NN>/)
     run.json stream.jsonl transcript.jsonl result.patch model-requests.jsonl receipt.json
-    measures.json faults.jsonl agent-stderr.log
+    measures.json trajectory.json faults.jsonl agent-stderr.log
     validators/<v>.json validators/<v>/   (a validator's output, its audit)
     logs/<step>.log
 <state>/                             Layout (the workflow's own folders)
@@ -98,6 +98,11 @@ class RunFolder:
     @property
     def transcript(self) -> Path:
         return self.path / "transcript.jsonl"
+
+    @property
+    def trajectory(self) -> Path:
+        """The run in ATIF, written by the measure step (agentab.trajectory)."""
+        return self.path / "trajectory.json"
 
     @property
     def patch(self) -> Path:

@@ -111,12 +111,13 @@ def snoop(run: SimpleNamespace, context_path: Path) -> dict:
 def test_every_validator_gets_the_same_context_and_its_own_checkout(run):
     first, second = prepared(run, "tests"), prepared(run, "snoop")
     contexts = [job.context() for job in (first, second)]
-    own_paths = ("workdir", "patch", "transcript")
+    own_paths = ("workdir", "patch", "transcript", "trajectory")
     for context in contexts:
         assert {k: v for k, v in context.items() if k not in own_paths} == {
             k: v for k, v in run.context.items() if k not in own_paths
         }
         assert Path(context["patch"]).read_bytes() == Path(run.context["patch"]).read_bytes()
+        assert Path(context["trajectory"]).parent == Path(context["transcript"]).parent
     assert first.workdir != second.workdir
     for job in (first, second):
         assert "len(values)\n" in (job.workdir / "calc.py").read_text()

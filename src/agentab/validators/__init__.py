@@ -23,6 +23,7 @@ from typing import Any
 
 from agentab.run.workspace import claim
 from agentab.scenario.durations import parse_duration
+from agentab.trajectory import write_blind_trajectory
 from agentab.validators.context import blind_transcript
 
 # The SDK's own retries are switched off (we retry ourselves and keep every attempt for audit);
@@ -187,6 +188,9 @@ def prepare_job(
         copy = inputs / Path(source).name
         if key == "transcript":
             blind_transcript(Path(source), copy)
+            trajectory = inputs / "trajectory.json"
+            write_blind_trajectory(copy, str(context.get("run") or ""), trajectory)
+            context["trajectory"] = str(trajectory)
         else:
             shutil.copyfile(source, copy)
         context[key] = str(copy)

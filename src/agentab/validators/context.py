@@ -25,6 +25,7 @@ def build_context(record: dict, patch: bytes, task_prompt: str, secret: str) -> 
         "task_prompt": task_prompt,
         "etalon": dict(record.get("etalon") or {}),
         "transcript": None,
+        "trajectory": None,  # the transcript in ATIF, blind too (agentab.trajectory)
         "patch": None,
         "changed_files": changed_files(record, patch),
         "final_message": facts.get("final_message", ""),

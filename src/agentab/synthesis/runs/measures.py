@@ -25,6 +25,7 @@ from agentab.synthesis.runs.integrity import (
 )
 from agentab.synthesis.runs.tool_failures import failed_calls
 from agentab.synthesis.runs.usage import builtin_value
+from agentab.trajectory import behaviour_measures, read_transcript, tests_pattern
 
 SCHEMA_VERSION = 1
 ANSWERS_SUFFIX = ".answers.json"
@@ -197,6 +198,12 @@ def measure_run(
     folder = RunFolder(Path(record).parent)
     protected = protected_paths(run, scenario.protect, folder.patch)
     builtin = builtin_metrics(run, folder.transcript, protected, folder.results.bricks)
+    if folder.transcript.is_file():  # the behaviour measures (docs/runs.md) need one
+        runners = [
+            s.options.get("runner") for s in scenario.validators.values() if s.mode == "tests"
+        ]
+        lines = read_transcript(folder.transcript)
+        builtin |= behaviour_measures(lines, run, tests_pattern(runners))
     measures = build_measures(scenario, cell, rep, run, by_validator, form_answers, builtin)
     measures["protected_files"] = protected
     measures["failed_calls"] = failed_calls(folder.transcript)  # what `tool_errors` counted
