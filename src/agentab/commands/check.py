@@ -75,6 +75,10 @@ def register(subparsers) -> None:
 def run(args) -> int:
     try:
         scenario = load_scenario(args.scenario, check_etalon=not args.no_etalon)
+        if args.setup:
+            # The setup alone first: an offline policy that does not fit the repository yet is
+            # no reason not to try the environment it needs.
+            print(try_setup(scenario, args.state), file=sys.stderr)
         # The offline policies' steps, played on the files of the tags they run on.
         failing_steps = [] if args.no_etalon else policy_edit_problems(scenario, mirrors(args))
         if failing_steps:
@@ -106,8 +110,6 @@ def run(args) -> int:
     warnings = check_scale(scenario) + repetitions_warnings(scenario)
     if not args.no_etalon:
         warnings += etalon_warnings(scenario, mirrors(args))
-    if args.setup:
-        print(try_setup(scenario, args.state), file=sys.stderr)
     if args.json:
         report = {"ok": True, **scenario.as_dict(), "jobs": workflow_jobs(scenario)}
         report["warnings"] = warnings
