@@ -8,7 +8,8 @@ step's side (reserve before the agent starts, settle after, the files of a run r
 `on_start` what the workflow does with the ledger when it starts and ends.
 
 It sits below the scenario (whose loader applies its rule) and above the harnesses and the
-offline model (whose prices it reads). This face is what the rest of agentab imports of it.
+offline model (whose prices it reads). This public interface is what the rest of agentab
+imports of it.
 """
 
 from agentab.budget.ledger import BUDGET_REACHED, NOT_STARTED, Ledger, read_ledger, usd

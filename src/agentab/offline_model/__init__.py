@@ -1,4 +1,4 @@
-"""The offline model: a local stand-in for a provider, following a seeded policy.
+"""The offline model: a local model server in a provider's place, following a seeded policy.
 
 `serve(policy, seed, log_path)` runs it in a thread for the length of a `with` block and
 yields its base URL (`http://127.0.0.1:<port>`; OpenAI clients append `/v1`, the Anthropic SDK

@@ -15,7 +15,7 @@ from agentab.offline_model.server import OfflineModelServer
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agentab.offline_model",
-        description="Serve a seeded stand-in model (OpenAI chat completions and Responses, "
+        description="Serve a seeded offline model (OpenAI chat completions and Responses, "
         "Anthropic messages) on 127.0.0.1, logging every request it receives as JSON lines.",
     )
     parser.add_argument("--policy", required=True, help="a shipped policy name or a .toml path")

@@ -2,8 +2,8 @@
 
 `source` reads the file (TOML with the line of every key, the schema), `rules` holds the
 load-time rules, `types` the objects, `cells` the grid × variants expansion, `bricks` what a
-brick is on disk, `durations` the time spans; `load` puts them together. This face is what the
-rest of agentab imports.
+brick is on disk, `durations` the time spans; `load` puts them together. This public interface is
+what the rest of agentab imports.
 """
 
 from agentab.scenario.bricks import content_sha256

@@ -4,7 +4,7 @@ A scenario is self-contained: everything that decides what is measured is read f
 one file and nothing else. All problems are collected and reported together, each naming
 the file, the key and the fix, so that a person fixes a scenario in one pass and no agent
 run starts from a scenario that is wrong. Reading the file is `source`, the rules are `rules`,
-the types `types`; the package's `__init__` is their face.
+the types `types`; the package's `__init__` is their public interface.
 """
 
 from __future__ import annotations

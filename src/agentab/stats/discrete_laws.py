@@ -1,15 +1,16 @@
-"""Draws from a tabulated discrete law: one uniform and two table reads per draw.
+"""Draws from a tabulated discrete distribution: one uniform and two table reads per draw.
 
-A synthesis draws 10 000 values from the same few laws thousands of times: a group's count of
-successes in a resample (binomial), the position of an odd group's median in a resample (an
+A synthesis draws 10 000 values from the same few distributions thousands of times: a group's count
+of successes in a resample (binomial), the position of an odd group's median in a resample (an
 order statistic), a cell's count of successes in a shuffle of a task (hypergeometric), the
 positions of two medians in a shuffle (`median_law`). numpy's own
-samplers spend 100 to 250 ns a draw on these, and a binary search of the cumulative law about
-100; Walker's alias table (Vose's construction, 1991) spends a few. A table is built once per
-law and kept: the laws repeat (the same group sizes and counts come back gap after gap).
+samplers spend 100 to 250 ns a draw on these, and a binary search of the cumulative distribution
+about 100; Walker's alias table (Vose's construction, 1991) spends a few. A table is built once per
+distribution and kept: the distributions repeat (the same group sizes and counts come back gap after
+gap).
 
-The law is the one tabulated, to the rounding of its probabilities (a few units of 1e-16), and
-the draws depend on the generator alone, so a fixed seed gives the same draws.
+The distribution is the one tabulated, to the rounding of its probabilities (a few units of 1e-16),
+and the draws depend on the generator alone, so a fixed seed gives the same draws.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class AliasTable:
         object.__setattr__(self, "outcomes", outcomes)
 
     def draw(self, rng: np.random.Generator, draws: int) -> np.ndarray:
-        """`draws` values of the law, from `draws` uniforms of `rng`: the whole part of
+        """`draws` values of the distribution, from `draws` uniforms of `rng`: the whole part of
         size * u picks the slot, its fraction decides between the slot and its alias."""
         scaled = rng.random(draws)
         scaled *= self.keep.size  # below size: u < 1 rounds down to a double below it (tested)
@@ -70,8 +71,8 @@ def _drawing_arrays(keep: np.ndarray, alias: np.ndarray, values: np.ndarray):
 
 def alias_table(probability: np.ndarray, values: np.ndarray) -> AliasTable:
     """The alias table of `values[i]` drawn with `probability[i]`. Only values of positive
-    probability get a slot, so a value the law never gives is never drawn, whatever rounding
-    leaves over."""
+    probability get a slot, so a value the distribution never gives is never drawn, whatever
+    rounding leaves over."""
     support = np.flatnonzero(probability > 0)
     # Python floats: the same double arithmetic as numpy's scalars, at a tenth of the cost
     # (a table is built slot by slot, and a synthesis builds hundreds).
@@ -107,8 +108,8 @@ def binomial(trials: int, successes: int) -> AliasTable:
 
 @functools.lru_cache(maxsize=4096)
 def binomial_rate(trials: int, successes: int) -> AliasTable:
-    """`binomial`'s law, each count divided by `trials`: a resample's rate, as the division of
-    the drawn counts gives it (the same double, one pass less a draw)."""
+    """`binomial`'s distribution, each count divided by `trials`: a resample's rate, as the division
+    of the drawn counts gives it (the same double, one pass less a draw)."""
     table = binomial(trials, successes)
     return AliasTable(table.keep, table.alias, table.values / trials)
 
@@ -130,8 +131,9 @@ def hypergeometric(good: int, bad: int, sample: int) -> AliasTable:
 
 @functools.lru_cache(maxsize=4096)
 def hypergeometric_places(good: int, bad: int, sample: int) -> AliasTable:
-    """`hypergeometric`'s law, each count given as its place among the law's counts, from 1
-    (the law's counts are consecutive: a probability that rounds to 0 is at an end)."""
+    """`hypergeometric`'s distribution, each count given as its place among the distribution's
+    counts, from 1 (the distribution's counts are consecutive: a probability that rounds to 0 is at
+    an end)."""
     table = hypergeometric(good, bad, sample)
     return AliasTable(table.keep, table.alias, np.arange(1, table.values.size + 1))
 
@@ -148,7 +150,8 @@ def order_statistic(size: int, rank: int) -> AliasTable:
 
 def _binomial_tails(trials: int, least: int) -> list[float]:
     """P(Binomial(trials, (j + 1) / trials) >= least) for each j, each summed from the smaller
-    side. Every law's masses in one array, each row as a law of its own would have them."""
+    side. Every distribution's masses in one array, each row as a distribution of its own would have
+    them."""
     counts = np.arange(trials + 1)
     log_factorial = log_factorials(trials)
     log_choose = log_factorial[trials] - log_factorial[counts] - log_factorial[trials - counts]

@@ -1,28 +1,28 @@
-"""The exact law of two cells' medians when a task's runs are dealt back to them at random.
+"""The exact distribution of two cells' medians when a task's runs are reassigned to them at random.
 
-A stratified shuffle (`resampling.dealt_median_gaps`) deals a task's N runs back to the two
-cells, m to the cell and N - m to the reference, every deal equally likely. Permuting the runs
-10 000 times moves every run of every deal, yet a median gap only reads one position of each
+A stratified shuffle (`resampling.dealt_median_gaps`) reassigns a task's N runs to the two
+cells, m to the cell and N - m to the reference, every split equally likely. Permuting the runs
+10 000 times moves every run of every split, yet a median gap only reads one position of each
 cell among the N sorted values. This module draws those two positions from their exact joint
-law instead, so a draw costs the same at 6 runs or 600.
+distribution instead, so a draw costs the same at 6 runs or 600.
 
 With odd group sizes, each cell's median is one order statistic: the cell's ka-th smallest
 (ka = (m + 1) / 2) and the reference's kb-th. Say the cell's median sits at sorted position i
-and the reference's at j > i (positions counted from 1). A deal with those medians splits the
+and the reference's at j > i (positions counted from 1). A split with those medians divides the
 other positions into three blocks, and the counts in each block are fixed:
 
 - below i: i - 1 positions, ka - 1 of them the cell's (the rest, i - ka, the reference's);
 - between i and j: j - i - 1 positions, the reference's kb - 1 - (i - ka) of them;
 - above j: N - j positions, the cell's the m - ka not yet placed.
 
-Any arrangement within a block gives the same medians, so the number of such deals is the
+Any arrangement within a block gives the same medians, so the number of such splits is the
 product of three binomials, and its probability that over C(N, m). j < i is the same with the
 cells' roles swapped. The positions are of the sorted values, so ties need no care: equal values
 at two positions give equal medians.
 
 An even group's median averages its k-th and (k+1)-th values (k = m / 2). The table above, with
 k the lower middle, gives the two lower medians' positions; the upper ones are drawn given them.
-Given (i, j), the deals are the independent random arrangements of each block, so the cell's
+Given (i, j), the splits are the independent random arrangements of each block, so the cell's
 next run after i is the first of its runs in the block between i and j (a block of L positions
 holding c of them: after d positions with probability C(L - d, c) / C(L, c) of being further),
 or, if that block holds none, the first above j; the reference's next run is the first of its
@@ -39,22 +39,22 @@ import numpy as np
 
 from agentab.stats import discrete_laws
 
-# Above this many runs in a task the N x N table of the law costs more memory than shuffling
-# saves (1 000 runs: a table of a million entries, 8 MB).
+# Above this many runs in a task the N x N table of the distribution costs more memory than
+# shuffling saves (1 000 runs: a table of a million entries, 8 MB).
 LARGEST_TASK = 1_000
 
 
 def covers(ours: int, others: int) -> bool:
-    """Whether the medians' law for groups of these sizes is drawn here (else: shuffle)."""
+    """Whether the medians' distribution for groups of these sizes is drawn here (else: shuffle)."""
     return ours >= 1 and others >= 1 and ours + others <= LARGEST_TASK
 
 
 def draw_median_positions(
     ours: int, others: int, rng: np.random.Generator, draws: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """`draws` random deals' sorted positions (from 0) of the cell's two middle runs and the
+    """`draws` random splits' sorted positions (from 0) of the cell's two middle runs and the
     reference's (lower, upper; the same position twice for an odd group), for a task of `ours`
-    runs of the cell and `others` of the reference, drawn from their joint law."""
+    runs of the cell and `others` of the reference, drawn from their joint distribution."""
     mine, theirs, _ = joint_median_law(ours, others)
     pair = _pairs(ours, others).draw(rng, draws)
     low_mine, low_theirs = mine[pair] + 1, theirs[pair] + 1  # counted from 1 below
@@ -67,7 +67,7 @@ def draw_median_positions(
 @functools.lru_cache(maxsize=64)
 def joint_median_law(ours: int, others: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The pairs (cell's lower median position, reference's lower median position), from 0,
-    that some deal gives, and their probabilities (summing to 1 but for rounding)."""
+    that some split gives, and their probabilities (summing to 1 but for rounding)."""
     if not covers(ours, others):
         raise ValueError(f"no tabulated median law for groups of {ours} and {others} runs")
     size = ours + others
@@ -87,8 +87,8 @@ def joint_median_law(ours: int, others: int) -> tuple[np.ndarray, np.ndarray, np
 
 def median_pairs(ours: int, others: int):
     """For odd groups (one middle run each): the alias table of a pair's index in the joint
-    law, and each pair's positions (from 0) as `draw_median_positions` gives them (the cell's
-    twice, the reference's twice)."""
+    distribution, and each pair's positions (from 0) as `draw_median_positions` gives them (the
+    cell's twice, the reference's twice)."""
     mine, theirs, _ = joint_median_law(ours, others)
     return _pairs(ours, others), (mine, mine, theirs, theirs)
 
@@ -154,7 +154,7 @@ def _first_of(where, length, count, rng, log_factorial) -> np.ndarray:
     spends one uniform either way (so the stream does not depend on which draws needed one)."""
     log_uniform = np.log(rng.random(where.size))
     length, count = np.where(where, length, 1), np.where(where, np.maximum(count, 1), 1)
-    low, high = np.ones_like(length), length - count + 1  # the last offset any deal gives
+    low, high = np.ones_like(length), length - count + 1  # the last offset any split gives
 
     def log_beyond(offset):
         return (
@@ -174,7 +174,7 @@ def _first_of(where, length, count, rng, log_factorial) -> np.ndarray:
 
 
 def _log_deals(log_factorial, low, high, k_low, k_high, size_low, size):
-    """log of the number of deals in which the group of `size_low` runs has its k_low-th value
+    """log of the number of splits in which the group of `size_low` runs has its k_low-th value
     at position `low` and the other group its k_high-th at `high` > low (the three blocks of the
     module's docstring)."""
     between = high - low - 1

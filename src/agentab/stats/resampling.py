@@ -13,8 +13,8 @@ an even n, averaged). Each position is floor(n * U) for a uniform U, and floor k
 so the j-th smallest position is floor(n * U_(j)), with U_(j) the j-th smallest of n uniforms: a
 Beta(j, n - j + 1) draw. The next one up is the smallest of the n - j uniforms above it. Two beta
 draws per resample, however many runs a group holds, and ties among the values need no care
-(they sit at positions). For an odd n the one middle position's law is tabulated instead (at
-most j iff a Binomial(n, (j + 1) / n) count reaches the middle), and drawn, as the binomial is,
+(they sit at positions). For an odd n the one middle position's distribution is tabulated instead
+(at most j iff a Binomial(n, (j + 1) / n) count reaches the middle), and drawn, as the binomial is,
 from an alias table (`discrete_laws`): one uniform a draw.
 
 **Several tasks: the stratified permutation.** A task's runs of the two cells are shuffled
@@ -32,8 +32,8 @@ module reads the draws as `gap - draw`, so the interval is built around the repo
   each task's median when every value is positive, so that a task 100 times the others does not
   decide alone. Its interval is the gap give or take what shuffles give: the interval of a gap
   that moves every run of a task by the same factor. A shuffle reads only the two medians'
-  sorted positions (two each for an even group), so those are drawn from their exact joint law
-  (`median_law`) instead of dealing every run.
+  sorted positions (two each for an even group), so those are drawn from their exact joint
+  distribution (`median_law`) instead of reassigning every run.
 
 A random stream depends on the fixed seed and a key naming what it resamples (`seeding`),
 never on the order in which the gaps are computed.
@@ -55,12 +55,12 @@ from agentab.stats.seeding import SEED, Streams, generator_for  # noqa: F401  (t
 DRAWS = 10_000
 # One success and one failure added to a group's rate when its standard error is taken.
 PSEUDO_RUNS = 1.0
-# A task with at most this many ways of dealing its runs between two cells has them all
-# listed once, and each draw picks one (12 runs: 924 deals): far cheaper than shuffling.
+# A task with at most this many ways of splitting its runs between two cells has them all
+# listed once, and each draw picks one (12 runs: 924 splits): far cheaper than shuffling.
 ENUMERATED_DEALS = 10_000
 # An odd group of at most this many runs draws its resampled median's position from its
-# tabulated law (`discrete_laws.order_statistic`: n binomial tails, once per size) rather than
-# from a beta draw: a fifth of the cost, the same law.
+# tabulated distribution (`discrete_laws.order_statistic`: n binomial tails, once per size) rather
+# than from a beta draw: a fifth of the cost, the same distribution.
 TABULATED_MEDIANS = 2_001
 
 
@@ -133,10 +133,10 @@ def pooled_rate_gap(cell: Sequence[Sequence], reference: Sequence[Sequence]) -> 
 def dealt_rate_ratios(
     cell: Sequence[Sequence], reference: Sequence[Sequence], rng: np.random.Generator, shuffles: int
 ) -> np.ndarray:
-    """Pooled gap / its standard error of the observed deal (first) and of `shuffles` shuffles
+    """Pooled gap / its standard error of the observed split (first) and of `shuffles` shuffles
     of each task's runs between the cells. A shuffle's count of the cell's successes in a task
     is hypergeometric: the task's successes fall among the cell's runs as among any equally
-    many of its runs. The observed deal is computed by the same arithmetic as the shuffles, so
+    many of its runs. The observed split is computed by the same arithmetic as the shuffles, so
     a shuffle that gives the observed counts gives the observed ratio to the last bit: a tie,
     as it must be (computed apart, rounding put half the ties on the near side and a rare rate
     was established in one null experiment out of ten)."""
@@ -147,12 +147,12 @@ def dealt_rate_ratios(
         successes = count_successes(mine) + count_successes(theirs)
         failures = n_mine + n_theirs - successes
         law = discrete_laws.hypergeometric(successes, failures, n_mine)
-        # Each count the cell can get, the observed first: a deal's terms are read from them.
+        # Each count the cell can get, the observed first: a split's terms are read from them.
         ours = np.concatenate(([count_successes(mine)], law.values)).astype(float)
         others = successes - ours
         gap = ours / n_mine - others / n_theirs
         spread = rate_variance(ours, n_mine) + rate_variance(others, n_theirs)
-        # Each shuffle's place in `ours` (1 on), the observed deal's 0 apart: no array joined.
+        # Each shuffle's place in `ours` (1 on), the observed split's 0 apart: no array joined.
         dealt = discrete_laws.hypergeometric_places(successes, failures, n_mine).draw(rng, shuffles)
         total[0] += gap[0]
         total[1:] += gap.take(dealt)
@@ -174,12 +174,12 @@ def dealt_median_gaps(
     scale: Callable[[np.ndarray], np.ndarray],
 ) -> np.ndarray:
     """The equal-weight mean over tasks of scale(median of the cell) - scale(median of the
-    reference), for the observed deal (first) and `shuffles` shuffles of each task's runs
+    reference), for the observed split (first) and `shuffles` shuffles of each task's runs
     between the two cells, all by the same arithmetic (so that ties are ties)."""
     total = np.zeros(shuffles + 1)
     for mine, theirs in zip(cell, reference, strict=True):
         ordered = np.sort(np.asarray([*mine, *theirs], dtype=float))
-        # The observed deal: each run at its place among the sorted runs (ties anywhere among
+        # The observed split: each run at its place among the sorted runs (ties anywhere among
         # equal values: the medians are the same values).
         observed = np.argsort(np.argsort([*mine, *theirs], kind="stable"), kind="stable")
         if median_law.covers(len(mine), len(theirs)):
@@ -187,7 +187,7 @@ def dealt_median_gaps(
             continue
         if math.comb(ordered.size, len(mine)) <= ENUMERATED_DEALS:
             ours, others = _every_deal(ordered.size, len(mine))
-            # Each draw one of the equally likely deals: the same law as a shuffle.
+            # Each draw one of the equally likely splits: the same distribution as a shuffle.
             pick = rng.integers(0, len(ours), size=shuffles)
             ours, others = ours[pick], others[pick]
         else:
@@ -207,17 +207,17 @@ def _add_drawn_from_the_law(
     total: np.ndarray, ordered, observed, ours: int, rng, shuffles: int, scale
 ) -> None:
     """Adds to `total` one task's scale(median of the cell) - scale(median of the reference),
-    for the observed deal (first) and `shuffles` deals drawn from the exact law of the medians'
-    positions (`median_law`): the same law as shuffling the runs, at a fraction of the cost.
-    Each median is the mean of its two middle values (one value twice for an odd group), as
-    `_median_at`."""
+    for the observed split (first) and `shuffles` splits drawn from the exact distribution of the
+    medians' positions (`median_law`): the same distribution as shuffling the runs, at a fraction of
+    the cost. Each median is the mean of its two middle values (one value twice for an odd group),
+    as `_median_at`."""
     others = observed.size - ours
     mine, theirs = np.sort(observed[:ours]), np.sort(observed[ours:])
     first = [mine[(ours - 1) // 2], mine[ours // 2]]
     first += [theirs[(theirs.size - 1) // 2], theirs[theirs.size // 2]]
     if ours % 2 and others % 2:
-        # One middle run each: a deal is one pair of the law's, so each pair's term is
-        # computed once (the observed deal's first) and the draws read them by place.
+        # One middle run each: a split is one pair of the distribution's, so each pair's term is
+        # computed once (the observed split's first) and the draws read them by place.
         places, positions = _median_pair_places(ours, others)
         terms = _median_terms(ordered, first, positions, scale)
         total[0] += terms[0]
@@ -230,14 +230,14 @@ def _add_drawn_from_the_law(
 @functools.lru_cache(maxsize=64)
 def _median_pair_places(ours: int, others: int) -> tuple[discrete_laws.AliasTable, tuple]:
     """`median_law.median_pairs`, each pair drawn as its place among the terms (from 1: the
-    observed deal's term comes first)."""
+    observed split's term comes first)."""
     pairs, positions = median_law.median_pairs(ours, others)
     return discrete_laws.AliasTable(pairs.keep, pairs.alias, pairs.values + 1), positions
 
 
 def _median_terms(ordered, first, positions, scale) -> np.ndarray:
-    """scale(median of the cell) - scale(median of the reference) of the observed deal, whose
-    middle positions are `first`, then of each deal whose middle positions are `positions`
+    """scale(median of the cell) - scale(median of the reference) of the observed split, whose
+    middle positions are `first`, then of each split whose middle positions are `positions`
     (the cell's lower and upper, the reference's lower and upper)."""
     low_mine, high_mine, low_theirs, high_theirs = (
         ordered[np.concatenate(([start], at))] for start, at in zip(first, positions, strict=True)
@@ -248,7 +248,7 @@ def _median_terms(ordered, first, positions, scale) -> np.ndarray:
 @functools.lru_cache(maxsize=64)
 def _every_deal(size: int, ours: int) -> tuple[np.ndarray, np.ndarray]:
     """Every way of dealing `size` sorted positions, `ours` of them to the cell: (the cell's
-    positions, the others'), one row per deal, each row in increasing order."""
+    positions, the others'), one row per split, each row in increasing order."""
     mine = np.array(list(itertools.combinations(range(size), ours)), dtype=np.int16)
     taken = np.zeros((len(mine), size), dtype=bool)
     np.put_along_axis(taken, mine.astype(np.int64), True, axis=1)

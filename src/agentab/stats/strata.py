@@ -104,15 +104,15 @@ def pooled_gap_verdict(
     rng: np.random.Generator | None = None,
 ) -> stats.GapVerdict:
     """The verdict on the pooled gap of two cells over several tasks (`cell[i]` and
-    `reference[i]`: their valid values in task i), from `draws` deals of each task's runs.
+    `reference[i]`: their valid values in task i), from `draws` splits of each task's runs.
 
     The gap is pooled(cell) - pooled(reference), in the metric's unit, and the interval is
-    built around it. The observed deal is one of the equally likely deals, so it is one of the
+    built around it. The observed split is one of the equally likely splits, so it is one of the
     draws (its draw is 0, on the far side): `draws - 1` shuffles and it. That makes the 5%
     exact at the draws' own resolution, rather than 5% plus a hair (Phipson and Smyth,
     *Permutation p-values should never be zero*, 2010). The verdict is read on the scale the
-    deals are compared on (a rate's studentized gap, a median's pooled scale), where a shuffle
-    that ties the observed deal gives exactly its value, then given back in the metric's unit.
+    splits are compared on (a rate's studentized gap, a median's pooled scale), where a shuffle
+    that ties the observed split gives exactly its value, then given back in the metric's unit.
     `rng`, if given, is the key's stream, seeded with others (`seeding.Streams`).
     """
     rng = resampling.generator_for(key) if rng is None else rng

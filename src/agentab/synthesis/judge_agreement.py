@@ -18,9 +18,9 @@ reach the measures as an extra metric, beside the judge's own. From them:
   `stats.DRAWS` times with a fixed seed, established iff the 95% interval excludes 0.
 
 The resampling follows the prediction-powered bootstrap (Zrnic and Candès, 2024): the judge's
-answers over all runs and the labelled differences are resampled apart, each from the exact law
-of its resampled mean (binomial for the judge's rate, multinomial over −1, 0 and +1 for the
-differences), on streams named after what they resample.
+answers over all runs and the labelled differences are resampled apart, each from the exact
+distribution of its resampled mean (binomial for the judge's rate, multinomial over −1, 0 and +1 for
+the differences), on streams named after what they resample.
 
 A corrected gap restates a judge's gap on a corrected scale: it asks the same question of the
 same runs, so it is reported beside the judge's own gap and is not another member of the Holm

@@ -10,7 +10,7 @@ the fewest valid runs of a cell in a task when that is less; below 2 there is no
 scenario with one task has none: there it says only whether that task succeeded every time.
 
 Each gap is judged by the rates' rule: each (cell, task) group's runs are resampled with
-replacement (the same binomial law as a rate's bootstrap, on its own random stream), the
+replacement (the same binomial distribution as a rate's bootstrap, on its own random stream), the
 estimate recomputed per draw and pooled, and the gap is established when its 95% interval
 excludes 0. pass^k gaps are a view of the rates already judged: they stay outside the Holm
 family, as the A/A copy's do, and carry no Holm p.
@@ -66,8 +66,8 @@ def pooled_draws(
 
 @functools.lru_cache(maxsize=4096)
 def resampled_pass_k(runs: int, successes: int, k: int) -> discrete_laws.AliasTable:
-    """The law of pass^k's estimate over resamples of a group: the binomial law of its count
-    of successes, each count drawn as its estimate."""
+    """The distribution of pass^k's estimate over resamples of a group: the binomial distribution of
+    its count of successes, each count drawn as its estimate."""
     counts = discrete_laws.binomial(runs, successes)
     return discrete_laws.AliasTable(counts.keep, counts.alias, pass_k_table(runs, k)[counts.values])
 

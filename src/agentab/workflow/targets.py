@@ -33,8 +33,8 @@ from agentab.validators import CONFIG_KEYS, MODE_MODULES, RUNS_RUN_CODE, validat
 
 # The package files that decide the synthesis: editing one reruns only the synthesis.
 # Besides every module of agentab/synthesis/: it was a list of some of them, and modules added
-# later (the frontier, the judge against people, the laws of the shuffles) were left out of it,
-# so a synthesis written by older code was kept after an upgrade.
+# later (the frontier, the judge against people, the distributions of the shuffles) were left out of
+# it, so a synthesis written by older code was kept after an upgrade.
 SYNTHESIS_CODE = ("metrics.py", "templates/synthesis.md.j2")
 
 

@@ -19,7 +19,8 @@ MOST_TICKS = 7
 
 
 def document(width: float, height: float, parts: list[str]) -> str:
-    """A whole SVG file: a white page of that size, the house font, the parts in order."""
+    """A whole SVG file: a white page of that size, the font every figure uses, the parts in
+    order."""
     size = f'width="{coordinate(width)}" height="{coordinate(height)}"'
     return "\n".join(
         [

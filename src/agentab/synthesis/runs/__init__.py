@@ -1,1 +1,1 @@
-"""What each run's files say: its measures.json built (`measures`) and read back (`results`), with the built-in metrics, brick use, integrity and tool failures. No face: a step that imports `measures` must not pay for numpy."""
+"""What each run's files say: its measures.json built (`measures`) and read back (`results`), with the built-in metrics, brick use, integrity and tool failures. No public interface: a step that imports `measures` must not pay for numpy."""
