@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from agentab import stats
 from agentab.metrics import DIAGNOSTIC, RATE, Aggregate
 from agentab.stats.strata import ALL, LINEAR, LOG
+from agentab.synthesis import stamp
 from agentab.synthesis.calibration import aa_warnings, calibration_summary
 from agentab.synthesis.environment import environment_warnings
 from agentab.synthesis.figures.sequence_figure import sequence_svg
@@ -390,7 +391,9 @@ def report_context(result: SynthesisResult, scenario) -> dict:
     most_waves = result.waves.most if result.waves else 0
     return {
         **{key: value for key, value in facts.items() if key != "run_warnings"},
-        "warnings": treatment_warnings(result, scenario),
+        "warnings": treatment_warnings(result, scenario)
+        + [text for text in [result.memo.get("stamp_change", "")] if text],
+        "stamp": stamp.current(),
         "scenario": scenario,
         "stats": stats,
         "holm_level": HOLM_LEVEL,

@@ -20,12 +20,15 @@ from pathlib import Path
 
 from agentab import workers
 from agentab.layout import SYNTHESIS_FILES, ResultsFolder
+from agentab.synthesis import stamp
+from agentab.synthesis.figures.figure import render_figure
+from agentab.synthesis.figures.frontier_figure import render_frontier
 from agentab.synthesis.frontier import frontier, frontier_work
 from agentab.synthesis.looks import design_of, record_look, runs_per_cell
 from agentab.synthesis.pass_k import pass_k_work
-from agentab.synthesis.runs.read_ahead import ReadAhead
+from agentab.synthesis.prose import render_markdown
 from agentab.synthesis.runs.results import load_frozen_scenario, missing_runs, read_all_runs
-from agentab.synthesis.tables import write_gaps_table, write_measures_table, write_run_tables
+from agentab.synthesis.tables import write_gaps_table, write_run_tables
 from agentab.synthesis.verdicts import (
     ScoredValues,
     SynthesisResult,
@@ -40,16 +43,11 @@ from agentab.synthesis.waves import replay_if_sequential
 WRITE_ORDER = SYNTHESIS_FILES[1:] + SYNTHESIS_FILES[:1]
 
 
-def synthesize(results_dir: Path, ahead: ReadAhead | None = None) -> SynthesisResult:
-    """Rebuild every output of a results folder from its frozen scenario and measures files
-    (`ahead`: their reading, started before this module was imported; one that follows with a
-    task writes measures.csv, `agentab synthesize`'s, and measures.csv is written here only if
-    that task did not run to its end)."""
+def synthesize(results_dir: Path) -> SynthesisResult:
+    """Rebuild every output of a results folder from its frozen scenario and measures files."""
     results_dir = Path(results_dir)
     scenario = load_frozen_scenario(results_dir)
-    files = None if ahead is None else ahead.files()
-    measures_ahead = ahead is not None and ahead.follows
-    runs, bad_files, present = read_all_runs(results_dir, scenario, files)
+    runs, bad_files, present = read_all_runs(results_dir, scenario)
     scored = ScoredValues.of(runs, scenario.metrics)
     types = decide_metric_types(scored, scenario)
     cell_values = compute_cell_values(scored, scenario, types)
@@ -70,34 +68,21 @@ def synthesize(results_dir: Path, ahead: ReadAhead | None = None) -> SynthesisRe
         # (a sequential scenario's looks keep its design: its bets are sized for it).
         looks=record_look(results_dir, runs_per_cell(runs, scenario), design_of(scenario)),
     )
-
-    # Everything resampled, on the processor's cores; what needs no verdict is written meanwhile.
+    # Everything resampled, on the processor's cores.
     result.gaps, result.pass_k, result.memo["frontier"] = workers.run_all(
         [
             gap_work(scored, scenario, types, cell_values),
             pass_k_work(scored, scenario, types),
             frontier_work(result, scenario, scored),
-        ],
-        meanwhile=lambda: needing_no_verdict(result, scenario, measures=not measures_ahead),
+        ]
     )
-    if measures_ahead and not ahead.followed():
-        write_measures_table(result.outputs["measures.csv"], runs, scenario.metrics)
     if plan is not None:
         result.gaps = sequential_gaps(result.gaps, plan)
-    write_verdict_outputs(result, scenario)
+    result.memo["stamp_change"] = stamp.change_warning(
+        stamp.previous(result.outputs["gaps.csv"]), stamp.current()
+    )
+    write_outputs(result, scenario)
     return result
-
-
-def needing_no_verdict(result: SynthesisResult, scenario, measures: bool = True) -> None:
-    """cells.csv, measures.csv (unless written elsewhere), what synthesis.md says of the runs
-    alone, and its template."""
-    # The report's modules are imported here, while the gaps are resampled (30 ms of imports
-    # that no verdict needs).
-    from agentab.synthesis.prose import run_facts, synthesis_template
-
-    write_run_tables(result, scenario, measures)
-    run_facts(result, scenario)
-    synthesis_template()
 
 
 def output_paths(out: Path) -> dict[str, Path]:
@@ -106,17 +91,8 @@ def output_paths(out: Path) -> dict[str, Path]:
 
 
 def write_outputs(result: SynthesisResult, scenario) -> None:
-    result.outputs = output_paths(result.results_dir)
+    """cells.csv, measures.csv, gaps.csv, the figures and the report."""
     write_run_tables(result, scenario)
-    write_verdict_outputs(result, scenario)
-
-
-def write_verdict_outputs(result: SynthesisResult, scenario) -> None:
-    """gaps.csv, the figures and the report."""
-    from agentab.synthesis.figures.figure import render_figure
-    from agentab.synthesis.figures.frontier_figure import render_frontier
-    from agentab.synthesis.prose import render_markdown
-
     write_gaps_table(result)
     render_figure(result, result.outputs["gaps.svg"])
     render_frontier(frontier(result, scenario), result.outputs["frontier.svg"])

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentab.synthesis import stamp
 from agentab.synthesis.runs.measures_table import (  # noqa: F401  (its names, importable here)
     MEASURES_COLUMNS,
     csv_field,
     csv_line,
     json_text,
     measures_lines,
-    value_field,
     write_measures_table,
 )
 from agentab.synthesis.verdicts import CellValue, Gap, SynthesisResult
@@ -25,7 +25,7 @@ CELLS_COLUMNS = [
 ]  # fmt: skip
 GAPS_COLUMNS = [
     "cell", "task", "reference", "metric", "n_cell", "n_ref", "value_cell", "value_ref",
-    "gap", "ci_low", "ci_high", "p", "p_holm", "verdict",
+    "gap", "ci_low", "ci_high", "p", "p_holm", "verdict", *stamp.COLUMNS,
 ]  # fmt: skip
 
 
@@ -84,6 +84,7 @@ def cells_rows(cell_values: list[CellValue]) -> list[list]:
 def gaps_rows(gaps: list[Gap]) -> list[list]:
     # A per-task gap is descriptive: its interval, no p and no verdict. An A/A gap has its
     # verdict and p, and no Holm p: it is outside the family.
+    method, version = stamp.current()
     return [
         [
             gap.cell,
@@ -100,6 +101,8 @@ def gaps_rows(gaps: list[Gap]) -> list[list]:
             gap.verdict.p if gap.pooled else None,
             gap.p_holm,
             gap.verdict.verdict if gap.pooled else None,
+            method,
+            version,
         ]
         for gap in gaps
     ]
