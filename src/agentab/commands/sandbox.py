@@ -1,7 +1,9 @@
 """`agentab sandbox SCENARIO --cell SLUG [--run COMMAND]`: what a cell's agent sees, and a
 command run where it runs.
 
-It makes the same fresh clone of the etalon and the same sandbox as a run of that cell, prints
+It makes the same fresh clone of the etalon, with the same environment (`[etalon] setup` run in
+it, or what it made copied in, and `[etalon] path` first on PATH), and the same sandbox as a
+run of that cell, prints
 the view (every path inside, read-only or writable, and where it comes from), and runs COMMAND
 in it, on the sandbox's terms: `agentab sandbox scenarios/demo/scenario.toml --cell rule-off
 --run 'ls / /opt; cat /proc/1/cmdline'`. Nothing is measured and nothing is written to results/.
@@ -20,7 +22,9 @@ from agentab.confinement.endpoint import ENDPOINT_URL, Sandbox
 from agentab.confinement.views import agent_view
 from agentab.errors import AgentabError, problem
 from agentab.harnesses import get_harness
+from agentab.harnesses.base import HarnessFault
 from agentab.run.process import run_process
+from agentab.run.setup import path_entries, run_setup
 from agentab.run.workspace import claim
 from agentab.scenario import load_scenario
 
@@ -32,7 +36,8 @@ def register(subparsers) -> None:
         "sandbox",
         help="show what a cell's agent sees in its sandbox, and run a command there",
         description=(
-            "Make a fresh clone of the etalon as a run of the cell would, print the agent's "
+            "Make a fresh clone of the etalon as a run of the cell would, with its environment "
+            "([etalon] setup run in it, [etalon] path first on PATH), print the agent's "
             "sandbox view (docs/confinement.md), and run --run COMMAND in that sandbox: its output is "
             "what the agent would see. The model endpoint is not served: nothing listens at "
             f"{ENDPOINT_URL}. Nothing is written to results/."
@@ -73,21 +78,22 @@ def run(args) -> int:
     claim(folder)  # killed, its folder is removed at the workflow's next start
     try:
         clone = folder / etalon.repository_name(scenario.etalon.location)
+        run_etalon = scenario.etalon_for(cell)
         etalon.fresh_clone(
-            scenario.etalon.location,
-            scenario.etalon_for(cell).tag,
-            clone,
-            (args.state / "mirrors").absolute(),
+            run_etalon.location, run_etalon.tag, clone, (args.state / "mirrors").absolute()
         )
+        set_up(run_etalon, clone, folder, args.state.absolute(), args.scenario)
         scratch = folder / "agent"
         (scratch / "home").mkdir(parents=True)
         view = agent_view(clone, scratch, installation, cell.bricks)
+        env = agent_env(run_etalon.path, view.cwd)
         print(describe(view))
+        print(f"PATH: {env['PATH']}")
         if not command:
             return 0
         result = run_process(
             command,
-            env=PLAIN_ENV,
+            env=env,
             cwd=Path(view.cwd),
             stdout_path=folder / "stdout",
             stderr_path=folder / "stderr",
@@ -101,6 +107,36 @@ def run(args) -> int:
         return result.exit_code if result.exit_code is not None else 124
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def set_up(run_etalon, clone: Path, folder: Path, state: Path, scenario: Path) -> None:
+    """The etalon's setup, as a run's: in the clone, in the setup's sandbox, with the shared
+    download cache, or what it made in an earlier checkout of the commit copied in."""
+    if not run_etalon.setup:
+        return
+    log = folder / "setup.log"
+    try:
+        made = run_setup(
+            run_etalon, clone, log, state / "cache", folder / "setup.lock", "bwrap",
+            environments=state / "environments", list_packages=False,
+        )  # fmt: skip
+    except HarnessFault as fault:
+        raise AgentabError(
+            problem(
+                str(scenario),
+                "etalon.setup",
+                str(fault).split("; its output is in")[0],
+                "fix the setup's commands; `agentab check --setup SCENARIO` runs them alone",
+            )
+        ) from None
+    how = "copied in from an earlier checkout of this commit" if made.reused else "ran"
+    print(f"setup: {how} in {made.seconds:.1f}s ({len(run_etalon.setup)} command(s))")
+
+
+def agent_env(path, cwd: str) -> dict[str, str]:
+    """The command's environment: `[etalon] path` first on PATH, as the agent's bash has it."""
+    first = path_entries(path, cwd)
+    return {**PLAIN_ENV, "PATH": ":".join([*first, PLAIN_ENV["PATH"]])}
 
 
 def describe(view: View) -> str:
