@@ -2,7 +2,7 @@
 why"), each a function that adds
 the problems it finds to the collector: every problem names the file, the key and the fix.
 
-The seed's rule at the heart of it: a cell that declares no change from the baseline is a
+The rule at the heart of it: a cell that declares no change from the baseline is a
 silent duplicate of it, published twice under two names. So a non-first axis value must
 declare a delta, that delta must change something, and no two cells may have the same
 effective configuration, whichever way they were declared.

@@ -14,7 +14,7 @@ reach the measures as an extra metric, beside the judge's own. From them:
   cell, whatever that error is: the sum is unbiased for the rate people would give. With several
   tasks, each task is corrected on its own and the cell's value is their equal-weight mean, as
   every pooled value is;
-- **the corrected gaps**, each against the reference, by the seed's rule: resampled
+- **the corrected gaps**, each against the reference, by the gap rule: resampled
   `stats.DRAWS` times with a fixed seed, established iff the 95% interval excludes 0.
 
 The resampling follows the prediction-powered bootstrap (Zrnic and Candès, 2024): the judge's
@@ -270,7 +270,7 @@ def corrected_rate(groups: Groups, cell: str, tasks: list, key: str):
 
 
 def corrected_gaps(result, scenario, judged: str, rates: dict, draws: dict) -> list[CorrectedGap]:
-    """Each cell's corrected rate against the reference's, by the seed's rule."""
+    """Each cell's corrected rate against the reference's, by the gap rule."""
     reference = scenario.reference
     mine = rates.get(reference)
     if mine is None or draws.get(reference) is None:
