@@ -111,6 +111,8 @@ def limit_reason(reached: list[str], limits: Limits, patch_size: int = 0) -> str
         "memory": f"the kernel ended a process at the run's memory limit ({shown_size(limits.memory)})",
         "processes": f"the kernel refused a process or thread past the limit ({limits.processes})",
         "disk": f"the run filled its disk ({shown_size(limits.disk)}: clone, HOME and /tmp)",
+        "output": "what it wrote to agentab (its stream, its transcript, a request to its model) "
+        f"passed the run's disk ({shown_size(limits.disk)}): the rest was not kept",
         "patch": f"its patch is {patch_size} bytes, over the cap ({shown_size(limits.patch)}): "
         "it is not kept, and no validator applies it",
     }

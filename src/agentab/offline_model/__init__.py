@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from agentab.offline_model.local_server import serving
+from agentab.offline_model.local_server import DEFAULT_LOG_CAP, serving
 from agentab.offline_model.policy import Policy, load_policy, shipped_policy_names
 from agentab.offline_model.server import OfflineModelServer
 
@@ -20,8 +20,11 @@ __all__ = ["OfflineModelServer", "Policy", "load_policy", "serve", "shipped_poli
 
 
 @contextmanager
-def serve(policy: str, seed: int, log_path: Path, port: int = 0) -> Iterator[str]:
-    """Serve `policy` (a shipped name or a .toml path) on 127.0.0.1; yield its base URL."""
-    server = OfflineModelServer(load_policy(policy), seed, Path(log_path), port)
+def serve(
+    policy: str, seed: int, log_path: Path, port: int = 0, log_cap: int = DEFAULT_LOG_CAP
+) -> Iterator[str]:
+    """Serve `policy` (a shipped name or a .toml path) on 127.0.0.1; yield its base URL. Its
+    request log is capped at `log_cap` bytes (a run's: its disk)."""
+    server = OfflineModelServer(load_policy(policy), seed, Path(log_path), port, log_cap)
     with serving(server, "offline-model") as base_url:
         yield base_url

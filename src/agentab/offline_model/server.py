@@ -15,7 +15,14 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 from agentab.offline_model import wire
-from agentab.offline_model.local_server import LocalServer
+from agentab.offline_model.local_server import (
+    DEFAULT_LOG_CAP,
+    BodyTooLarge,
+    LocalServer,
+    read_body,
+    refusal_record,
+    send_refusal,
+)
 from agentab.offline_model.origin import HARNESS, ToolCallWatch, arrival_time
 from agentab.offline_model.policy import Policy, Reply
 
@@ -24,8 +31,10 @@ CHARS_PER_TOKEN = 4
 
 
 class OfflineModelServer(LocalServer):
-    def __init__(self, policy: Policy, seed: int, log_path: Path, port: int = 0):
-        super().__init__(RequestHandler, port)
+    def __init__(
+        self, policy: Policy, seed: int, log_path: Path, port: int = 0, log_cap=DEFAULT_LOG_CAP
+    ):
+        super().__init__(RequestHandler, port, log_cap)
         self.policy = policy
         self.seed = seed
         self.log_path = Path(log_path)
@@ -41,7 +50,7 @@ class OfflineModelServer(LocalServer):
             return self._requests
 
     def log(self, record: dict) -> None:
-        line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+        line = self.log_line(record)
         with self._lock, self.log_path.open("a", encoding="utf-8") as log:
             log.write(line)
 
@@ -56,8 +65,15 @@ class RequestHandler(BaseHTTPRequestHandler):
         self._answer("GET", b"")
 
     def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        self._answer("POST", self.rfile.read(length))
+        arrived = arrival_time()
+        try:
+            raw = read_body(self)
+        except BodyTooLarge as error:
+            seq = self.server.next_request_number()
+            self.server.log({"seq": seq, **refusal_record(error, self.path, arrived)})
+            send_refusal(self, error)
+            return
+        self._answer("POST", raw)
 
     def _answer(self, method: str, raw: bytes) -> None:
         arrived = arrival_time()

@@ -42,7 +42,15 @@ from urllib.parse import urlsplit
 from agentab.errors import AgentabError, problem
 from agentab.harnesses.base import HarnessFault
 from agentab.offline_model import wire
-from agentab.offline_model.local_server import LocalServer, serving
+from agentab.offline_model.local_server import (
+    DEFAULT_LOG_CAP,
+    BodyTooLarge,
+    LocalServer,
+    read_body,
+    refusal_record,
+    send_refusal,
+    serving,
+)
 from agentab.offline_model.origin import HARNESS, ToolCallWatch, arrival_time
 from agentab.run.proxy_replies import WHOLE_REPLY_LIMIT, KeyRedactor, ReplySummary, masked
 
@@ -143,8 +151,15 @@ PLACEHOLDER_KEY = "agentab-placeholder-key"
 
 
 class RecordingProxy(LocalServer):
-    def __init__(self, endpoint: str, log_path: Path, timeout_s: float, api_key: str | None = None):
-        super().__init__(ProxyHandler)
+    def __init__(
+        self,
+        endpoint: str,
+        log_path: Path,
+        timeout_s: float,
+        api_key: str | None = None,
+        log_cap: int = DEFAULT_LOG_CAP,
+    ):
+        super().__init__(ProxyHandler, log_cap=log_cap)
         self.api_key = api_key
         self.endpoint = urlsplit(endpoint)
         self.timeout_s = timeout_s
@@ -191,7 +206,7 @@ class RecordingProxy(LocalServer):
             self._closed = True
 
     def _write(self, record: dict) -> None:
-        line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+        line = self.log_line(record)
         with self.log_path.open("a", encoding="utf-8") as log:
             log.write(line)
 
@@ -219,7 +234,14 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
     def _forward(self, method: str) -> None:
         arrived = arrival_time()
-        raw = self._request_body()
+        try:
+            raw = read_body(self)
+        except BodyTooLarge as error:  # never forwarded, never read whole: said in the log
+            record = refusal_record(error, loggable_path(self.path), arrived)
+            reply = record.pop("reply")
+            self.server.refused({**record, "method": method, "forwarded": False}, reply)
+            send_refusal(self, error)
+            return
         body = parsed_json(raw)
         api, refusal = model_request(method, self.path, body)
         origin = self.server.tool_calls.origin(api, body)
@@ -252,20 +274,6 @@ class ProxyHandler(BaseHTTPRequestHandler):
         finally:
             upstream.close()
             self.server.finish(seq, summary.result() if summary else None)
-
-    def _request_body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            return self._chunked_body()
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-
-    def _chunked_body(self) -> bytes:
-        body = bytearray()
-        while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
-            body += self.rfile.read(size)
-            self.rfile.readline()
-        while self.rfile.readline().strip():  # trailers
-            pass
-        return bytes(body)
 
     def _record(self, api_name: str | None, body) -> dict:
         headers = sorted({name.lower() for name in self.headers})
@@ -385,11 +393,16 @@ def parsed_json(raw: bytes):
 
 @contextmanager
 def recording(
-    endpoint: str, log_path: Path, timeout_s: float, api_key: str | None = None
+    endpoint: str,
+    log_path: Path,
+    timeout_s: float,
+    api_key: str | None = None,
+    log_cap: int = DEFAULT_LOG_CAP,
 ) -> Iterator[str]:
     """A recording proxy to `endpoint` for the length of a `with` block; yields its base URL.
-    `api_key` replaces `PLACEHOLDER_KEY` in every request it forwards."""
-    proxy = RecordingProxy(endpoint, log_path, timeout_s, api_key)
+    `api_key` replaces `PLACEHOLDER_KEY` in every request it forwards; its request log is
+    capped at `log_cap` bytes (a run's: its disk)."""
+    proxy = RecordingProxy(endpoint, log_path, timeout_s, api_key, log_cap)
     try:
         with serving(proxy, "recording-proxy") as base_url:
             yield base_url
