@@ -41,17 +41,62 @@ def write_json(data: dict, path: Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = escaped_surrogates(json.dumps(data, indent=2, ensure_ascii=False))
+    partial.write_text(text + "\n", encoding="utf-8")
     partial.replace(path)
 
 
-def write_jsonl(lines: list[dict], path: Path) -> None:
-    """One JSON object a line, written atomically."""
+def write_jsonl(lines, path: Path, max_bytes: int | None = None) -> bool:
+    """One JSON object a line, written atomically; the lines past `max_bytes` are not written
+    (a run's transcript is bounded as it is written). Returns whether some were left out."""
     path = Path(path)
     partial = path.with_name(path.name + ".partial")
-    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-    partial.write_text(text, encoding="utf-8")
+    written, cut = 0, False
+    with partial.open("w", encoding="utf-8") as out:
+        for line in lines:
+            text = escaped_surrogates(json.dumps(line, ensure_ascii=False)) + "\n"
+            size = len(text.encode("utf-8"))
+            if max_bytes is not None and written + size > max_bytes:
+                cut = True
+                break
+            out.write(text)
+            written += size
     partial.replace(path)
+    return cut
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# What git's C-quoting escapes by name (quote_c_style); other control bytes are octal.
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
+              "\r": "\\r", '"': '\\"', "\\": "\\\\"}  # fmt: skip
+_NEEDS_QUOTING = re.compile('[\x00-\x1f\x7f"\\\\\ud800-\udfff]')
+
+
+def shown_path(name: str) -> str:
+    """A file name as a person reads it on one line, whatever its bytes: as it is when it is
+    plain, else quoted as git quotes it (`"a\\nb"`, a byte that is not UTF-8 as `\\377`), so a
+    newline never splits it and a byte that is not text never crashes a write. `name` holds
+    such bytes as surrogates (`os.fsdecode`, git's -z output decoded with surrogateescape)."""
+    if not _NEEDS_QUOTING.search(name):
+        return name
+    out = []
+    for char in name:
+        if char in _C_ESCAPES:
+            out.append(_C_ESCAPES[char])
+        elif "\udc80" <= char <= "\udcff":
+            out.append(f"\\{ord(char) - 0xDC00:03o}")
+        elif char < " " or char == "\x7f" or "\ud800" <= char <= "\udfff":
+            out.append("".join(f"\\{byte:03o}" for byte in char.encode("utf-8", "surrogatepass")))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def escaped_surrogates(text: str) -> str:
+    """JSON text whose lone surrogates (a file name's bytes that are not UTF-8, decoded with
+    surrogateescape) are written as `\\udcXX` escapes: valid UTF-8 that reads back the same,
+    where writing them raw would crash."""
+    return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 SEAL_KEY = "seal"
@@ -64,8 +109,8 @@ def seal_of(text: str, secret: str) -> str:
 
 def sealed_text(data: dict, secret: str) -> str:
     """`data` as agentab writes JSON, with its seal as the last key."""
-    body = json.dumps(
-        {k: v for k, v in data.items() if k != SEAL_KEY}, indent=2, ensure_ascii=False
+    body = escaped_surrogates(
+        json.dumps({k: v for k, v in data.items() if k != SEAL_KEY}, indent=2, ensure_ascii=False)
     )
     if body == "{}":
         body = "{\n}"

@@ -19,11 +19,12 @@ from agentab.confinement.bwrap import BWRAP, NONE, View
 from agentab.confinement.endpoint import ENDPOINT_URL, Sandbox
 from agentab.confinement.limits import Limits, RunLimits, cgroup_place, limit_reason
 from agentab.confinement.views import agent_view
-from agentab.errors import AgentabError, low_on_space, problem
+from agentab.errors import AgentabError, low_on_space, problem, storage_error
 from agentab.etalon import PatchResult, TreeGit
 from agentab.files import (
     folder_file_hashes,
     results_secret,
+    shown_path,
     write_json,
     write_jsonl,
     write_sealed_json,
@@ -41,10 +42,11 @@ from agentab.harnesses.base import (
 )
 from agentab.layout import RunFolder
 from agentab.offline_model import serve
+from agentab.offline_model.local_server import over_bound_in
 from agentab.run.frozen_bricks import run_copies
 from agentab.run.frozen_inputs import agent_inputs
 from agentab.run.model_choice import offline_seed, provider_api_key, provider_origin, told_model
-from agentab.run.process import CannotStart, end_stale_twin, run_process
+from agentab.run.process import CannotStart, Cap, end_stale_twin, run_process
 from agentab.run.receipts import build_receipt, receipt_summary
 from agentab.run.record import AgentRun, keep_environment, record_fault, run_record
 from agentab.run.recording_proxy import PLACEHOLDER_KEY, recording, refuse_a_run_never_answered
@@ -54,6 +56,8 @@ from agentab.scenario.bricks import place_in_clone
 
 USED_MARKER = "agentab-used"  # in .git/: this clone has already had an agent in it
 REJECTED_KEY_STATUSES = frozenset({401, 403})
+# The harness's stderr is for a person reading a fault: its head and tail are enough.
+AGENT_STDERR_KEPT = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,10 @@ def _run_prepared(
         path.write_text(text)
     place_in_clone(spec.clone, invocation.clone_files)
     started = datetime.now(UTC).isoformat(timespec="milliseconds")
+    # What the run writes through agentab is bounded as it is written, by the run's disk: its
+    # stream (kept byte for byte up to there), its transcript, its request log.
+    disk = prepared.limits.limits.disk
+    caps = (Cap(disk), Cap(AGENT_STDERR_KEPT // 2, AGENT_STDERR_KEPT // 2))
     try:
         process = run_process(
             invocation.argv,
@@ -193,13 +201,19 @@ def _run_prepared(
             folders=[prepared.workspace.folder],
             sandbox=sandbox,
             limits=prepared.limits,
+            caps=caps,
         )
     except CannotStart as error:
         raise HarnessFault(str(error)) from None
     facts = harness.read_stream(files.stream)
     refuse_a_rejected_key(facts, spec.provider)
-    write_jsonl(harness.transcript(files.stream), files.transcript)
-    reached = prepared.limits.reached() + (["disk"] if prepared.workspace.space.full() else [])
+    transcript_cut = write_jsonl(harness.transcript(files.stream), files.transcript, disk)
+    over = process.cut(caps)[0] or transcript_cut or over_bound_in(files.model_requests)
+    reached = (
+        prepared.limits.reached()
+        + (["disk"] if prepared.workspace.space.full() else [])
+        + (["output"] if over else [])
+    )
     if reached:  # before the harness's own reading: a process the kernel ended looks a crash
         outcome = Outcome("failed", limit_reason(reached, prepared.limits.limits))
     else:
@@ -210,6 +224,8 @@ def _run_prepared(
             **prepared.limits.enforcement(),
             "disk": prepared.workspace.space.enforcement(),
             "patch": "agentab counts the patch's bytes as git writes it",
+            "output": "agentab caps the stream, the transcript and the request log at the disk "
+            "as it writes them, and refuses a request body over its bound (413) unread",
         },
         "reached": reached,
     }
@@ -267,7 +283,27 @@ def fill_unreported_usage(facts: StreamFacts, log: Path) -> None:
         facts.cost_usd = stated["cost_usd"]
 
 
-def perform_run(
+def perform_run(scenario, cell, rep: int, *, files: RunFiles, **how) -> dict:
+    """`run_once`, and any crash of agentab's own on the way (something the run produced that
+    it could not handle, a bug) kept as a fault: the attempt is recorded in faults.jsonl, the
+    step exits as on a fault, the run is redone; never a traceback that leaves no trace."""
+    try:
+        return run_once(scenario, cell, rep, files=files, **how)
+    except AgentabError:  # a fault already recorded, or a problem a person must fix
+        raise
+    except Exception as crash:
+        if isinstance(crash, OSError) and storage_error(crash) is not None:
+            raise  # a full or read-only disk: the step says so, no fault of the run's
+        fault = HarnessFault(
+            f"agentab could not do the run: {type(crash).__name__}: {str(crash)[:300]} (a bug "
+            "of agentab's: report it with this run's folder)"
+        )
+        if not low_on_space(files.folder):
+            record_fault(files.faults, fault)
+        raise fault from crash
+
+
+def run_once(
     scenario,
     cell,
     rep: int,
@@ -317,7 +353,9 @@ def perform_run(
     record["cost"] = {"usd": run.facts.cost_usd, "how": made.cost_how}
     record["limits"] = run.limits
     patch = made.patch
-    record["patch"] = {"bytes": patch.size, "kept": not patch.over_cap, "files": patch.files}
+    # A name is any bytes the agent chose: shown as git quotes it, never split nor a crash.
+    files_named = [shown_path(name) for name in patch.files]
+    record["patch"] = {"bytes": patch.size, "kept": not patch.over_cap, "files": files_named}
     if scenario.etalon.setup:
         record["setup"] = setup.as_dict()
     # What the run left, by content: a file changed after it ended is then told apart.
@@ -366,10 +404,12 @@ def run_in_workspace(scenario, cell, rep, files, space: Workspace, harness, inst
     # Every attempt, on the offline model or through the recording proxy, logs apart.
     attempt_log = new_attempt_log(files)
     if offline:
-        model_server = serve(policy, seed, attempt_log)
+        model_server = serve(policy, seed, attempt_log, log_cap=scenario.limits.disk)
     else:
         endpoint = provider_origin(cell.agent, how.provider_endpoints or {})
-        model_server = recording(endpoint, attempt_log, spec.timeout_s + 60, provider_key)
+        model_server = recording(
+            endpoint, attempt_log, spec.timeout_s + 60, provider_key, scenario.limits.disk
+        )
     try:
         store = RunFolder(files.folder).results.bricks
         spec = replace(spec, bricks=run_copies(spec.bricks, store, space.bricks))
