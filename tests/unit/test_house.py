@@ -1,4 +1,4 @@
-"""The house: a package per concept, small modules, and imports that only go down.
+"""Packages and layers: a package per concept, small modules, and imports that only go down.
 
 docs/internals.md draws the same layers; this test keeps the drawing true.
 """
@@ -10,7 +10,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "agentab"
 
-# Lowest first. A module may import from its own room, or from a room of a lower layer.
+# Lowest first. A module may import from its own package (a "room": a package of agentab or a
+# module at its top), or from a package of a lower layer.
 LAYERS = [
     {"errors", "files", "layout", "metrics", "prices", "rendering", "workers"},
     {"confinement", "etalon", "harnesses", "local_model", "offline_model", "stats"},
@@ -47,7 +48,7 @@ def layer(name: str) -> int:
 
 
 def imported_rooms(path: Path) -> set[str]:
-    """The rooms of agentab a module imports, at any depth of its code (late imports too)."""
+    """The packages of agentab a module imports, at any depth of its code (late imports too)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

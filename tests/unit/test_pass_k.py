@@ -29,7 +29,7 @@ def test_known_values():
     )
 )
 def test_the_estimate_is_unbiased_for_p_to_the_k(drawn):
-    # Its mean over the binomial law of the successes is p^k, exactly.
+    # Its mean over the binomial distribution of the successes is p^k, exactly.
     n, k, p = drawn
     estimate = {c: Fraction(comb(c, k), comb(n, k)) for c in range(n + 1)}
     assert all(pass_hat_k(c, n, k) == float(value) for c, value in estimate.items())

@@ -241,16 +241,16 @@ def test_bounds_cut_an_interval_where_a_gap_cannot_go():
         ([1.0, 4.0, 9.0], [2.0, 7.0]),  # odd and even, one block of three and one of two
         ([1.0, 3.0, 3.0, 8.0], [2.0, 5.0, 6.0, 13.0, 21.0]),  # ties; blocks of three
         ([4.0, 1.0], [9.0, 2.0, 6.0, 7.0, 3.0, 8.0, 5.0, 10.0, 11.0, 12.0]),
-        # 12 870 deals, two even groups: both middle positions of each drawn (median_law)
+        # 12 870 splits, two even groups: both middle positions of each drawn (median_law)
         ([1.0, 3, 5, 7, 9, 11, 13, 15], [2.0, 4, 6, 8, 10, 12, 14, 16]),
-        # odd and odd: drawn from the medians' exact law (median_law), ties included
+        # odd and odd: drawn from the medians' exact distribution (median_law), ties included
         ([1.0, 4.0, 9.0], [2.0, 7.0, 3.0, 3.0, 5.0]),
-        ([6.0, 1, 8, 3, 3, 12, 2], [5.0, 9, 3, 11, 4, 10, 7, 13, 14]),  # 11 440 deals
+        ([6.0, 1, 8, 3, 3, 12, 2], [5.0, 9, 3, 11, 4, 10, 7, 13, 14]),  # 11 440 splits
     ],
 )
 def test_shuffled_medians_follow_the_law_of_every_shuffle(cell, reference):
-    """The shuffled medians against the exact law: every way of dealing the runs back to the
-    two cells enumerated, each cell keeping its number of runs (listed deals drawn from, or
+    """The shuffled medians against the exact distribution: every way of reassigning the runs to the
+    two cells enumerated, each cell keeping its number of runs (listed splits drawn from, or
     runs shuffled, by the task's size)."""
     import itertools
     from collections import Counter
@@ -264,7 +264,7 @@ def test_shuffled_medians_follow_the_law_of_every_shuffle(cell, reference):
         exact[float(np.median(mine) - np.median(theirs))] += 1 / len(deals)
     rng = np.random.default_rng(3)
     dealt = resampling.dealt_median_gaps([cell], [reference], rng, 40_000, lambda v: v)
-    # The observed deal first, by the same arithmetic as the shuffles.
+    # The observed split first, by the same arithmetic as the shuffles.
     assert dealt[0] == np.median(cell) - np.median(reference)
     drawn = dealt[1:]
     found = Counter(drawn.tolist())
@@ -285,7 +285,7 @@ def test_shuffled_rates_follow_the_law_of_shuffling_by_index():
     by_index = np.array([gap / error for gap, error in by_index])
     dealt = resampling.dealt_rate_ratios(cell, reference, np.random.default_rng(6), 20_000)
     gap, error = resampling.pooled_rate_gap(cell, reference)
-    assert dealt[0] == pytest.approx(gap / error)  # the observed deal first
+    assert dealt[0] == pytest.approx(gap / error)  # the observed split first
     drawn = dealt[1:]
     for value in np.unique(by_index):
         share = np.mean(np.isclose(drawn, value))
@@ -293,9 +293,9 @@ def test_shuffled_rates_follow_the_law_of_shuffling_by_index():
 
 
 def test_a_median_deal_that_ties_the_observed_one_counts_as_reaching_it():
-    """Medians of many equal values: a seventh of the deals of the middle task tie the
-    observed medians (3 against 2), and the other two tasks tie in every deal. p against every
-    deal enumerated, a tie counted on the far side (computed apart from the deals, the observed
+    """Medians of many equal values: a seventh of the splits of the middle task tie the
+    observed medians (3 against 2), and the other two tasks tie in every split. p against every
+    split enumerated, a tie counted on the far side (computed apart from the splits, the observed
     log gap rounded differently and put the ties on the near side)."""
     import itertools
 
@@ -319,7 +319,7 @@ def test_a_median_deal_that_ties_the_observed_one_counts_as_reaching_it():
     "ours, others", [(1, 1), (1, 5), (3, 3), (5, 3), (5, 7), (9, 1), (2, 2), (4, 5), (6, 3)]
 )
 def test_the_medians_exact_law_is_the_law_of_every_deal(ours, others):
-    """median_law's table of the two (lower) medians' positions against every deal of the
+    """median_law's table of the two (lower) medians' positions against every split of the
     sorted positions, probability by probability (not a sample of it)."""
     import itertools
     from collections import Counter
@@ -360,8 +360,8 @@ def test_the_medians_law_covers_tasks_up_to_a_size_and_the_rest_are_shuffled():
 
 @pytest.mark.parametrize("ours, others", [(2, 2), (2, 3), (3, 2), (4, 5), (6, 2), (4, 7), (6, 6)])
 def test_the_four_middle_positions_follow_the_law_of_every_deal(ours, others):
-    """Even groups: both middle positions of each cell against every deal (a sample of 200 000
-    draws; every combination found is one some deal gives, each at its share)."""
+    """Even groups: both middle positions of each cell against every split (a sample of 200 000
+    draws; every combination found is one some split gives, each at its share)."""
     import itertools
     from collections import Counter
 
@@ -449,7 +449,8 @@ def test_independent_draws_take_the_tails_path_and_ordered_ones_the_whole_partit
 
 
 def _law_of(table) -> dict:
-    """The exact law an alias table draws from: each slot's 1/size kept or given to its alias."""
+    """The exact distribution an alias table draws from: each slot's 1/size kept or given to its
+    alias."""
     law: dict = {}
     share = 1 / table.keep.size
     for slot in range(table.keep.size):
@@ -526,8 +527,8 @@ def test_an_alias_tables_draws_are_the_slot_and_fraction_rule_to_the_last_draw(t
     "good, bad, sample", [(3, 4, 3), (50, 84, 67), (0, 9, 4), (9, 0, 4), (1500, 1500, 1500)]
 )
 def test_a_shuffles_place_among_the_counts_is_its_count_less_the_first(good, bad, sample):
-    """The pooled rate's shuffles read each count's place (from 1) among the law's counts: the
-    same draws as the counts less the first count, less one, even where the tails' chances
+    """The pooled rate's shuffles read each count's place (from 1) among the distribution's counts:
+    the same draws as the counts less the first count, less one, even where the tails' chances
     round to 0 (1 500 of 3 000)."""
     from agentab.stats import discrete_laws
 
