@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "agentab"
 # module at its top), or from a package of a lower layer.
 LAYERS = [
     {"errors", "files", "layout", "metrics", "prices", "rendering", "workers"},
-    {"confinement", "etalon", "harnesses", "local_model", "offline_model", "stats"},
+    {"confinement", "etalon", "harnesses", "local_model", "offline_model", "runfiles", "stats"},
     {"budget", "trajectory"},
     {"scenario"},
     {"run"},
@@ -26,6 +26,7 @@ LAYERS = [
     {"commands"},
     {"cli"},
     {"steps"},
+    {"__init__"},  # `import agentab`: the public API, over every package
 ]
 MAX_LINES = 500
 MAX_TOP_MODULES = 9

@@ -17,6 +17,7 @@ from agentab.budget.costs import attempt_cost, attempt_logs, model_price
 from agentab.budget.ledger import NOT_STARTED, Decision, Ledger
 from agentab.files import folder_file_hashes, results_secret, write_json, write_sealed_json
 from agentab.layout import RunFolder, run_id
+from agentab.runfiles import RECEIPT_VERSION, RUN_VERSION, ReceiptJson, RunJson
 
 
 def ledger_for(scenario, results_dir: Path) -> Ledger | None:
@@ -66,7 +67,7 @@ class RunSpending:
             usd, how = 0.0, "the offline model, unpriced, costs nothing"
         self.ledger.settle(self.run, usd, how, "fault")
 
-    def refuse(self) -> dict:
+    def refuse(self) -> RunJson:
         """Write the files of a run the budget did not start; return its record. The caller
         has ended any stale twin first (`run.process.end_stale_twin`): an agent a killed
         workflow left must not spend on."""
@@ -74,10 +75,16 @@ class RunSpending:
         files.folder.mkdir(parents=True, exist_ok=True)
         for path in (files.stream, files.transcript, files.patch, files.model_requests):
             path.write_bytes(b"")
-        write_json({"schema": 1, "requests": 0, "delivered": None, "problems": []}, files.receipt)
+        receipt: ReceiptJson = {
+            "schema_version": RECEIPT_VERSION,
+            "requests": 0,
+            "delivered": None,
+            "problems": [],
+        }
+        write_json(receipt, files.receipt)
         decision = self.decision
-        record = {
-            "schema": 1,
+        record: RunJson = {
+            "schema_version": RUN_VERSION,
             "scenario": self.scenario.name,
             "cell": self.cell.name,
             "slug": self.cell.slug,

@@ -11,6 +11,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentab.errors import AgentabError
+from agentab.runfiles import RECEIPT_VERSION, schema_version
+
 DELIVERED = {True: "yes", False: "no", None: "cannot be proven"}
 
 
@@ -41,6 +44,10 @@ def receipt_view(path: Path) -> ReceiptView | None:
     except (OSError, ValueError):
         return ReceiptView(readable=False)
     if not isinstance(data, dict):
+        return ReceiptView(readable=False)
+    try:
+        schema_version(data, path, RECEIPT_VERSION)
+    except AgentabError:  # a newer agentab's receipt, or an edited one: never misread
         return ReceiptView(readable=False)
     rows = [row for row in (_model_row(data), _thinking_row(data)) if row is not None]
     rows += [_brick_row(brick) for brick in data.get("bricks") or [] if isinstance(brick, dict)]

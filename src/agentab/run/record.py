@@ -12,6 +12,7 @@ from agentab.confinement.bwrap import confinement_record
 from agentab.harnesses.base import Harness, HarnessFault, Invocation, Outcome, StreamFacts
 from agentab.layout import run_id
 from agentab.run.process import ProcessResult
+from agentab.runfiles import RUN_VERSION, RunJson
 
 
 # What one attempt did, as `agent_run` makes it and `run_record` writes it to run.json.
@@ -36,11 +37,11 @@ def record_fault(faults: Path, fault: HarnessFault) -> None:
 
 def run_record(
     scenario, cell, rep: int, harness: Harness, sha: str, run: AgentRun, seed, confinement: str
-) -> dict:
+) -> RunJson:
     agent = cell.agent
     offline = agent.provider == "offline"
     return {
-        "schema": 1,
+        "schema_version": RUN_VERSION,
         "scenario": scenario.name,
         "cell": cell.name,
         "slug": cell.slug,

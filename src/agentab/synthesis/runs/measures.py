@@ -15,6 +15,7 @@ from pathlib import Path
 from agentab.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.files import write_json, write_sealed_json
 from agentab.layout import RunFolder, run_id
+from agentab.runfiles import MEASURES_VERSION, RUN_VERSION, MeasuresJson, schema_version
 from agentab.scenario import Cell, Scenario
 from agentab.synthesis.runs.builtin import builtin_metrics, protected_paths
 from agentab.synthesis.runs.integrity import (
@@ -27,7 +28,6 @@ from agentab.synthesis.runs.tool_failures import failed_calls
 from agentab.synthesis.runs.usage import builtin_value
 from agentab.trajectory import behaviour_measures, read_transcript, tests_pattern
 
-SCHEMA_VERSION = 1
 ANSWERS_SUFFIX = ".answers.json"
 
 
@@ -71,7 +71,7 @@ def build_measures(
     outputs: dict[str, dict],
     form_answers: dict[str, dict] | None = None,
     builtin: dict | None = None,
-) -> dict:
+) -> MeasuresJson:
     """Combine a run's record and its validators' outputs into its measures.
 
     `outputs`: validator name -> its validators/<name>.json (script and judge validators).
@@ -81,7 +81,7 @@ def build_measures(
     """
     builtin = builtin or {}
     measures = {
-        "schema": SCHEMA_VERSION,
+        "schema_version": MEASURES_VERSION,
         "scenario": scenario.name,
         "cell": cell.name,
         "rep": rep,
@@ -188,6 +188,7 @@ def measure_run(
     # Each source is read once: parsed here, its seal and hash checked below.
     sources = {Path(path): Path(path).read_bytes() for path in [record, *outputs]}
     run = json.loads(sources[Path(record)])
+    schema_version(run, record, RUN_VERSION)  # a newer agentab's run.json is refused, not misread
     by_validator = {Path(path).stem: json.loads(sources[Path(path)]) for path in outputs}
     run_name = run_id(cell.slug, rep)
     form_answers = {

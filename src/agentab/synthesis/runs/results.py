@@ -18,6 +18,7 @@ from agentab.budget import BUDGET_REACHED, NOT_STARTED
 from agentab.errors import AgentabError, problem
 from agentab.files import seal_holds
 from agentab.layout import ResultsFolder, run_id, task_run_slug
+from agentab.runfiles import MEASURES_VERSION, schema_version
 from agentab.synthesis.runs.integrity import changed_problem, read_secret, with_run_changes
 from agentab.synthesis.runs.read_ahead import (
     MEASURES_FILE,
@@ -152,6 +153,8 @@ def _run_of(
         return BadFile(relative, "is not valid JSON: arrays or objects nested too deeply")
     if not isinstance(data, dict):
         return BadFile(relative, "is not a JSON object")
+    # A newer agentab's file stops the synthesis: counting some runs and not others misleads.
+    schema_version(data, path, MEASURES_VERSION)
     problem_text = structure_problem(data, cells_by_name, tasks)
     if problem_text:
         return BadFile(relative, problem_text)
