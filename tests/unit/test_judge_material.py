@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from agentab.validators import judge_material
 from agentab.validators.judge_material import (
+    MAX_DIFF_CHARS,
     FileDiff,
     new_boundary,
     shares,
@@ -145,10 +146,35 @@ def test_the_budget_holds_with_every_files_cut_said_and_counted():
         assert len(kept) + omitted == len(body) + len("@@ -0,0")  # what was cut, exactly
 
 
-def test_headers_alone_over_the_budget_are_each_shown_by_their_first_line():
+def test_headers_alone_over_the_budget_are_shown_by_their_first_line_the_rest_counted():
     patch = "".join(file(f"f{n}.txt", 1) for n in range(50))
     shown = shown_diff(patch, "agentab-b", budget=1000)
-    assert shown.text.count("diff --git ") == 50 and "new file mode" not in shown.text
+    assert len(shown.text) <= 1000 and "new file mode" not in shown.text
+    named = shown.text.count("diff --git ")
+    assert 0 < named < 50 and shown.unnamed == 50 - named
+    assert f"CUT: {50 - named} more files" in shown.text
+
+
+def empty_file(path: str) -> str:
+    return f"diff --git a/{path} b/{path}\nnew file mode 100644\nindex 0000000..e69de29\n"
+
+
+def test_many_empty_files_with_long_names_keep_neither_the_budget_nor_the_real_change():
+    """1 572 empty files with long names made a 784 060-character diff against the 400 000
+    promised, and the one real change's content was not in it."""
+    names = [f"pkg/{'n' * 240}{number}.py" for number in range(1572)]
+    real = file("calc.py", 3)
+    patch = "".join(map(empty_file, names[:900])) + real + "".join(map(empty_file, names[900:]))
+    assert len(patch) > MAX_DIFF_CHARS
+    shown = shown_diff(patch, "agentab-b")
+    assert len(shown.text) <= MAX_DIFF_CHARS
+    assert shown.text.startswith(real)  # the real change first, its content whole
+    assert 0 < shown.unnamed < 1572 and shown.text.count("diff --git ") == 1573 - shown.unnamed
+    omitted = sum(len(empty_file(name)) for name in names if f"a/{name} " not in shown.text)
+    assert shown.text.splitlines()[-1] == (
+        f"<<<agentab-b CUT: {shown.unnamed} more files, {omitted} characters of the diff, are "
+        "not shown (not even their names)>>>"
+    )
 
 
 def test_the_boundary_is_never_one_the_material_holds(monkeypatch):

@@ -7,10 +7,13 @@ prompt names the boundary and says that whatever lies between is data to judge, 
 instruction: a `# Rubric` heading in a final message, a fence a diff's context line closes, or a
 boundary the agent made up is then just more of what it wrote.
 
-The diff has a budget, shared per file: every changed file's header is shown, the content of the
-smallest files whole, and the largest cut first to an equal share of what is left; each cut is
-marked where it happens by a line that carries the boundary, and the prompt says how many were
-cut. One huge file can no longer keep the rest of the patch from the judge.
+The diff has a budget, shared per file, that holds however many files the patch names: the files
+with content first, each header shown (its first line when there are many), the content of the
+smallest files whole, and the largest cut first to an equal share of what is left; then the
+names of the files with no content while they fit, and a line that counts the rest. Each cut
+is marked where it happens by a line that carries the boundary, and the prompt says how many
+were cut. One huge file, or a thousand empty ones with long names, can no longer keep the rest
+of the patch from the judge.
 
 The patch is split at its own `diff --git` lines (`split_patch`): in a patch a line that begins
 so starts a file, since every line of a file's content begins with ` `, `+`, `-` or `\\`, and a
@@ -154,19 +157,28 @@ class ShownDiff:
     files: int
     characters: int
     cut: int  # how many files' content was cut
+    unnamed: int = 0  # how many files are not shown at all, only counted
 
 
 def shown_diff(text: str, boundary: str, budget: int = MAX_DIFF_CHARS) -> ShownDiff:
-    """The diff as the judge sees it: every header, each file's content within its share."""
+    """The diff as the judge sees it, within `budget` however many files it names.
+
+    The files with content come first, in the patch's order: their headers (each its first
+    line when they would take more than half the budget; past that half, a file is counted
+    only), then their content, each within its share. The files with no content (an empty file
+    added, a mode changed) follow with what is left, and a line counts the ones that did not
+    fit. Names count in the budget: a thousand empty files with long names can neither pass it
+    nor push a real change's content out."""
     files = split_patch(text)
-    headers = [f.header for f in files]
-    if sum(map(len, headers)) > budget:  # headers alone overflow: each its first line
-        headers = [header.split("\n", 1)[0] + "\n" if header else "" for header in headers]
-    sizes = [len(f.body) for f in files]
-    left = budget - sum(map(len, headers))
+    changed = [f for f in files if f.body]
+    bare = [f for f in files if not f.body]
+    reserve = len(unnamed_line(boundary, len(files), len(text)))
+    headers, shown_changed = fitted_headers(changed, (budget - reserve) // 2, marker_size(boundary))
+    sizes = [len(f.body) for f in shown_changed]
+    left = budget - reserve - sum(map(len, headers))
     allowed = shares(sizes, left)
     # Each cut costs its marker line: the budget is shared again without them until it holds.
-    for _ in range(len(files)):
+    for _ in range(len(shown_changed)):
         cut = sum(1 for size, allowance in zip(sizes, allowed, strict=True) if allowance < size)
         again = shares(sizes, left - cut * marker_size(boundary))
         if again == allowed:
@@ -174,10 +186,53 @@ def shown_diff(text: str, boundary: str, budget: int = MAX_DIFF_CHARS) -> ShownD
         allowed = again
     shown = [
         header + cut_to(file.body, allowance, boundary)
-        for file, header, allowance in zip(files, headers, allowed, strict=True)
+        for file, header, allowance in zip(shown_changed, headers, allowed, strict=True)
     ]
     cut = sum(1 for size, allowance in zip(sizes, allowed, strict=True) if allowance < size)
-    return ShownDiff("".join(shown), len(files), len(text), cut)
+    room = budget - reserve - sum(map(len, shown))
+    named = 0
+    for file in bare:
+        header = file.header if len(file.header) <= room else first_line(file.header)
+        if len(header) > room:
+            break
+        shown.append(header)
+        room -= len(header)
+        named += 1
+    not_shown = changed[len(shown_changed) :] + bare[named:]
+    unnamed = len(not_shown)
+    if unnamed:
+        omitted = sum(len(f.header) + len(f.body) for f in not_shown)
+        shown.append(unnamed_line(boundary, unnamed, omitted))
+    return ShownDiff("".join(shown), len(files), len(text), cut, unnamed)
+
+
+def first_line(header: str) -> str:
+    return header.split("\n", 1)[0] + "\n" if header else ""
+
+
+def fitted_headers(
+    files: list[FileDiff], room: int, cut_cost: int
+) -> tuple[list[str], list[FileDiff]]:
+    """The headers of `files` within `room`, each with the room of the line that would say its
+    content was cut: whole, or each its first line when whole they do not fit; and the files
+    whose header fits, in order (the rest are only counted)."""
+    headers = [f.header for f in files]
+    if sum(map(len, headers)) + cut_cost * len(files) > room:
+        headers = [first_line(header) for header in headers]
+    kept, used = [], 0
+    for header in headers:
+        if used + len(header) + cut_cost > room:
+            break
+        kept.append(header)
+        used += len(header) + cut_cost
+    return kept, files[: len(kept)]
+
+
+def unnamed_line(boundary: str, files: int, characters: int) -> str:
+    return (
+        f"<<<{boundary} CUT: {files} more files, {characters} characters of the diff, are not "
+        "shown (not even their names)>>>\n"
+    )
 
 
 def marker(boundary: str, omitted: int, what: str = "this file") -> str:
@@ -247,11 +302,17 @@ def diff_note(diff: ShownDiff | None, boundary: str) -> str:
     if diff is None:
         return "The agent changed nothing.\n"
     size = f"The diff changes {diff.files} file{'s' * (diff.files != 1)} ({diff.characters} characters)"
-    if not diff.cut:
+    if not diff.cut and not diff.unnamed:
         return f"{size}, shown whole.\n"
+    unnamed = (
+        f"; {diff.unnamed} file{'s' * (diff.unnamed != 1)} with no content or past the room for "
+        "names are only counted, at the end"
+        if diff.unnamed
+        else ""
+    )
     return (
-        f"{size}, more than the {MAX_DIFF_CHARS} characters a judge is shown. Every file's header "
-        f"is shown; the content of {diff.cut} file{'s' * (diff.cut != 1)} is cut to fit, the "
-        f"largest first, each cut marked inside the diff by a line that begins with "
-        f"`<<<{boundary} CUT`.\n"
+        f"{size}, more than the {MAX_DIFF_CHARS} characters a judge is shown. The files with "
+        f"content come first; the content of {diff.cut} file{'s' * (diff.cut != 1)} is cut to "
+        f"fit, the largest first{unnamed}; each cut is marked inside the diff by a line that "
+        f"begins with `<<<{boundary} CUT`.\n"
     )
