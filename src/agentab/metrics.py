@@ -67,27 +67,9 @@ def value_family(value: object) -> str:
     return "other"
 
 
-def value_families(values: Iterable[object]) -> set[str]:
-    """{value_family(value) for value in values}, deciding by type first: 100 000 values in a
-    large synthesis are mostly booleans, or numbers whose only question is whether they are
-    finite (a float) or within a float's range (an integer)."""
-    values = list(values)
-    kinds = set(map(type, values))
-    if not kinds:
-        return set()
-    if kinds == {bool}:
-        return {"boolean"}
-    if kinds <= {int, float}:
-        floats_finite = all(map(math.isfinite, (v for v in values if type(v) is float)))
-        ints_fit = all(abs(v) <= sys.float_info.max for v in values if type(v) is int)
-        if floats_finite and ints_fit:
-            return {"number"}
-    return {value_family(value) for value in values}
-
-
 def metric_type(values: Iterable[object]) -> MetricType:
     """Decide how a metric aggregates from every valid value it took, across all cells."""
-    families = sorted(value_families(values))
+    families = sorted({value_family(value) for value in values})
     if not families:
         return MetricType(DIAGNOSTIC, "no valid run returned a value")
     if len(families) > 1:
@@ -102,11 +84,7 @@ def metric_type(values: Iterable[object]) -> MetricType:
 
 def median(values: Sequence[float]) -> float:
     """The median; for an even count, the mean of the two middle values."""
-    return _middle_of(sorted(values))
-
-
-def _middle_of(ordered: list) -> float:
-    """The median of values in order."""
+    ordered = sorted(values)
     middle = len(ordered) // 2
     if len(ordered) % 2:
         return float(ordered[middle])
@@ -114,31 +92,11 @@ def _middle_of(ordered: list) -> float:
 
 
 def interquartile_range(values: Sequence[float]) -> tuple[float, float]:
-    """First and third quartiles: np.percentile(values, [25, 75]) to the last bit, by the same
-    arithmetic (its "linear" method), without its machinery: 1 500 cells' values a synthesis
-    with several tasks, at a sixth of the cost. A NaN goes to numpy, which says what it gives."""
-    ordered = sorted(float(value) for value in values)
-    if not ordered or any(math.isnan(value) for value in ordered):
-        import numpy as np  # here: the workflow steps that import this module need no numpy
+    """First and third quartiles: np.percentile(values, [25, 75])."""
+    import numpy as np  # here: the workflow steps that import this module need no numpy
 
-        low, high = np.percentile(np.asarray(values, dtype=float), [25.0, 75.0])
-        return float(low), float(high)
-    return _linear_quantile(ordered, 0.25), _linear_quantile(ordered, 0.75)
-
-
-def _linear_quantile(ordered: list[float], quantile: float) -> float:
-    """numpy's linear quantile of sorted values: between the two neighbours of (n - 1) * q."""
-    virtual = (len(ordered) - 1) * quantile
-    previous = math.floor(virtual)
-    below, above = ordered[previous], ordered[min(previous + 1, len(ordered) - 1)]
-    return numpy_lerp(below, above, virtual - previous)
-
-
-def numpy_lerp(below: float, above: float, weight: float) -> float:
-    """below + (above - below) * weight, as numpy's _lerp computes it to the last bit: from the
-    upper end when the weight is a half or more."""
-    step = above - below
-    return above - step * (1 - weight) if weight >= 0.5 else below + step * weight
+    low, high = np.percentile(np.asarray(values, dtype=float), [25.0, 75.0])
+    return float(low), float(high)
 
 
 def wilson_interval(k: int, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -163,12 +121,6 @@ def aggregate(kind: str, values: Sequence[object]) -> Aggregate:
         return Aggregate(kind, n, value=k / n, k=k, dispersion="wilson95", low=low, high=high)
     if kind == MEDIAN:
         numbers = [float(value) for value in values]  # type: ignore[arg-type]
-        ordered = sorted(numbers)
-        if any(map(math.isnan, ordered)):  # no order: numpy says what the quartiles are
-            low, high = interquartile_range(numbers)
-            return Aggregate(kind, n, value=median(numbers), dispersion="iqr", low=low, high=high)
-        # Sorted once for the median and both quartiles (1 500 cells' values at 10 000 runs).
-        low, high = _linear_quantile(ordered, 0.25), _linear_quantile(ordered, 0.75)
-        value = _middle_of(ordered)
-        return Aggregate(kind, n, value=value, dispersion="iqr", low=low, high=high)
+        low, high = interquartile_range(numbers)
+        return Aggregate(kind, n, value=median(numbers), dispersion="iqr", low=low, high=high)
     raise ValueError(f"unknown metric kind {kind!r}")

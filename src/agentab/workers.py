@@ -41,8 +41,7 @@ def usable_cores() -> int:
 
 
 def can_fork() -> bool:
-    """Whether this process may fork: the platform forks, and no other thread could hold a lock.
-    (Asked before the synthesis's imports: multiprocessing is imported only to fork.)"""
+    """Whether this process may fork: the platform forks, and no other thread could hold a lock."""
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
@@ -52,19 +51,12 @@ def worker_count(jobs: int) -> int:
     return workers if workers >= 2 and can_fork() else 0
 
 
-def run_jobs(
-    jobs: Sequence[Callable[[], Result]],
-    meanwhile: Callable[[], object] | None = None,
-    workers: int | None = None,
-) -> list[Result]:
-    """Each job's result, in the jobs' order. `meanwhile`, if given, runs in this process while
-    the workers work. Give the longest jobs first: they are handed out in order, one at a time,
-    to whichever worker is free. `workers` = 0 runs everything here."""
+def run_jobs(jobs: Sequence[Callable[[], Result]], workers: int | None = None) -> list[Result]:
+    """Each job's result, in the jobs' order. Give the longest jobs first: they are handed out
+    in order, one at a time, to whichever worker is free. `workers` = 0 runs everything here."""
     global _JOBS
     workers = worker_count(len(jobs)) if workers is None else workers
     if workers == 0:
-        if meanwhile is not None:
-            meanwhile()
         return [job() for job in jobs]
     _JOBS = jobs  # what the forked workers find, unpickled
     # Objects made before the fork are left out of the collector's passes: a pass in a worker
@@ -78,8 +70,6 @@ def run_jobs(
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(workers, mp_context=context) as pool:
             pending = [pool.submit(_run_job, index) for index in range(len(jobs))]
-            if meanwhile is not None:
-                meanwhile()
             try:
                 return [future.result() for future in pending]
             except BrokenProcessPool:  # a worker died: what it held is done here
@@ -100,14 +90,14 @@ class Work:
     assemble: Callable[[list], object]
 
 
-def run_all(works: Sequence[Work], meanwhile: Callable[[], object] | None = None) -> list:
+def run_all(works: Sequence[Work]) -> list:
     """Each work's answer, every job of every work run together, the costliest first."""
     jobs = [job for work in works for job in work.jobs]
     costs = [cost for work in works for cost in work.costs]
     order = sorted(range(len(jobs)), key=lambda index: -costs[index])
     count = worker_count(len(jobs)) if sum(costs) >= COST_WORTH_A_FORK else 0
     results: list = [None] * len(jobs)
-    ordered = run_jobs([jobs[i] for i in order], meanwhile, count)
+    ordered = run_jobs([jobs[i] for i in order], count)
     for index, found in zip(order, ordered, strict=True):
         results[index] = found
     answers, start = [], 0

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from statsmodels.stats.proportion import proportion_confint
 
 from agentab import metrics
@@ -69,30 +66,6 @@ def test_a_median_aggregates_with_its_interquartile_range():
     assert (result.low, result.high) == (2.0, 4.0)
 
 
-@settings(max_examples=500, deadline=None)
-@given(
-    st.lists(
-        st.one_of(
-            st.floats(allow_nan=False, min_value=-1e300, max_value=1e300),
-            st.integers(-1000, 1000),
-            st.sampled_from([float("inf"), float("-inf"), 0.0, -0.0]),
-        ),
-        min_size=1,
-        max_size=120,
-    )
-)
-def test_the_quartiles_are_numpys_percentiles_to_the_last_bit(values):
-    """As the median's dispersion was computed before it had its own: np.percentile(25, 75)."""
-    with np.errstate(invalid="ignore"):
-        expected = np.percentile(np.asarray(values, dtype=float), [25.0, 75.0])
-    found = metrics.interquartile_range(values)
-    assert np.array_equal(np.array(found), expected, equal_nan=True), (found, expected)
-
-
-def test_quartiles_of_values_with_a_nan_are_numpys():
-    assert all(np.isnan(metrics.interquartile_range([1.0, float("nan"), 3.0])))
-
-
 def test_a_diagnostic_metric_is_counted_but_never_aggregated():
     result = metrics.aggregate(DIAGNOSTIC, [["#1"], []])
     assert result.n == 2
@@ -101,34 +74,3 @@ def test_a_diagnostic_metric_is_counted_but_never_aggregated():
 
 def test_a_cell_without_values_has_no_value():
     assert metrics.aggregate(MEDIAN, []).value is None
-
-
-@given(
-    st.lists(
-        st.one_of(
-            st.booleans(),
-            st.integers(min_value=-(10**400), max_value=10**400),
-            st.floats(allow_nan=True, allow_infinity=True),
-            st.text(max_size=3),
-            st.none(),
-            st.lists(st.integers(), max_size=2),
-        ),
-        max_size=30,
-    )
-)
-def test_the_families_decided_by_type_first_are_each_values_own(values):
-    assert metrics.value_families(values) == {metrics.value_family(value) for value in values}
-
-
-@given(
-    st.lists(
-        st.one_of(
-            st.integers(min_value=-(10**400), max_value=10**400),
-            st.floats(allow_nan=True, allow_infinity=True),
-        ),
-        max_size=30,
-    )
-    | st.lists(st.booleans(), max_size=30)
-)
-def test_the_families_of_numbers_or_booleans_alone_are_each_values_own(values):
-    assert metrics.value_families(values) == {metrics.value_family(value) for value in values}

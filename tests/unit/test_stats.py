@@ -90,21 +90,6 @@ def test_different_groups_get_different_random_streams():
     assert list(a) != list(b)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text(max_size=40), st.sampled_from([0, 1, resampling.SEED, 2**32 - 1, 2**32, 2**70]))
-def test_a_stream_is_the_one_its_seed_and_key_words_give_as_a_list(key, seed):
-    """generator_for hands SeedSequence its entropy as a uint32 array: the stream must be the
-    one the list [seed, four words of the key's digest] gives, for any key and seed."""
-    import hashlib
-
-    digest = hashlib.sha256(key.encode("utf-8")).digest()
-    words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
-    expected = np.random.default_rng(np.random.SeedSequence([seed, *words]))
-    found = resampling.generator_for(key, seed)
-    assert found.bit_generator.state == expected.bit_generator.state
-    assert np.array_equal(found.random(8), expected.random(8))
-
-
 def test_resampled_rate_matches_resampling_by_index():
     # The binomial shortcut is exact: compare its spread with an explicit resampling.
     values = np.array([1.0] * 3 + [0.0] * 7)
@@ -379,73 +364,6 @@ def test_the_four_middle_positions_follow_the_law_of_every_deal(ours, others):
     assert set(found) <= set(exact)
     for combination, share in exact.items():
         assert found[combination] / 200_000 == pytest.approx(share, abs=0.004)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.floats(allow_nan=False, allow_infinity=False, min_value=-1e9, max_value=1e9),
-        min_size=1,
-        max_size=300,
-    )
-)
-def test_the_interval_ends_are_numpys_percentiles_to_the_last_bit(draws):
-    """As verdict_from_draws took them before it had its own: np.percentile at the tails
-    (1 - 0.95) / 2 * 100 and 100 minus that (2.5 and 97.5, but for the last bit)."""
-    array = np.array(draws)
-    tail = (1 - stats.CONFIDENCE) / 2 * 100
-    expected = tuple(float(end) for end in np.percentile(array, [tail, 100 - tail]))
-    assert stats.percentile_interval(array) == expected
-    assert np.array_equal(array, np.array(draws))  # the caller's draws left as they were
-
-
-LARGE_DRAWS = st.tuples(
-    st.integers(min_value=1_000, max_value=12_000),
-    st.sampled_from(["normal", "few values", "sorted", "reversed", "constant", "infinite"]),
-    st.integers(min_value=0, max_value=2**32 - 1),
-)
-
-
-def _large_draws(size: int, shape: str, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    if shape == "few values":  # a rate gap's draws: many ties
-        return rng.binomial(30, 0.4, size) / 30 - rng.binomial(25, 0.5, size) / 25
-    if shape == "constant":
-        return np.full(size, 0.25)
-    draws = rng.normal(size=size)
-    if shape == "infinite":
-        draws[rng.integers(0, size, 40)] = np.inf
-        draws[rng.integers(0, size, 40)] = -np.inf
-    return {"sorted": np.sort(draws), "reversed": np.sort(draws)[::-1].copy()}.get(shape, draws)
-
-
-@settings(max_examples=60, deadline=None)
-@given(LARGE_DRAWS)
-def test_the_interval_of_many_draws_from_their_tails_is_numpys_to_the_last_bit(case):
-    """A synthesis's 10 000 draws are partitioned at their tails alone where a sample of them
-    marks the tails off; draws in order (the sample then misses) take the whole partition."""
-    array = _large_draws(*case)
-    before = array.copy()
-    tail = (1 - stats.CONFIDENCE) / 2 * 100
-    with np.errstate(invalid="ignore"):  # inf - inf, at an end of infinite draws
-        expected = tuple(float(end) for end in np.percentile(array, [tail, 100 - tail]))
-        found = stats.percentile_interval(array)
-    # repr: a NaN (infinite draws at an end) is the same NaN, every other value the same bits
-    assert repr(found) == repr(expected)
-    assert np.array_equal(array, before)
-
-
-def test_independent_draws_take_the_tails_path_and_ordered_ones_the_whole_partition() -> None:
-    from agentab.stats import rule
-
-    kth = rule._interval_positions(10_000)[3]
-    independent = np.random.default_rng(4).normal(size=10_000)
-    found = rule._tails_at(independent, kth)
-    ordered = np.partition(independent, kth)
-    assert found == {p: float(ordered[p]) for p in kth}
-    assert rule._tails_at(np.sort(independent), kth) is None
-    few = 4 * rule.TAIL_SAMPLE - 1  # too few to spare a sample
-    assert rule._tails_at(independent[:few], rule._interval_positions(few)[3]) is None
 
 
 def _law_of(table) -> dict:

@@ -19,14 +19,6 @@ def test_jobs_run_in_other_processes_and_come_back_in_order():
     assert {pid for _, pid in found}.isdisjoint({os.getpid()})
 
 
-def test_meanwhile_runs_here_while_the_workers_work():
-    seen = []
-    found = workers.run_jobs([lambda: 1, lambda: 2], meanwhile=lambda: seen.append(os.getpid()))
-    assert found == [1, 2] and seen == [os.getpid()]
-    workers.run_jobs([lambda: 1], meanwhile=lambda: seen.append("here"), workers=0)
-    assert seen[-1] == "here"
-
-
 def test_a_jobs_error_reaches_the_caller():
     def broken():
         raise ValueError("no such group")

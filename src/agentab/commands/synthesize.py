@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-import gc
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from agentab.synthesis.runs import read_ahead
 
 if TYPE_CHECKING:
     from agentab.synthesis.verdicts import SynthesisResult
@@ -31,32 +27,13 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    # The files are read in a forked process while the synthesis's libraries are imported; that
-    # process then writes measures.csv from them while the synthesis parses and computes.
-    ahead = read_ahead.start(
-        args.results_dir, then=functools.partial(_measures_table, args.results_dir)
-    )
-    try:
-        from agentab.synthesis.synthesize import synthesize
+    from agentab.synthesis.synthesize import synthesize
 
-        result = synthesize(args.results_dir, ahead)
-    finally:
-        ahead.close()
+    result = synthesize(args.results_dir)
     print(summary(result))
     for bad in result.bad_files:
         print(f"warning: {args.results_dir / bad.path} {bad.message}", file=sys.stderr)
-    # What the synthesis made dies with the process: frozen, the interpreter's exit leaves it to
-    # the system instead of collecting it (25 ms of a synthesis of 10 000 runs).
-    gc.freeze()
     return 0
-
-
-def _measures_table(results_dir: Path, files) -> None:
-    """In the reading process: measures.csv (its modules imported there, not here before the
-    fork, which would delay the reading)."""
-    from agentab.synthesis.runs.measures_table import write_from_files
-
-    write_from_files(results_dir, files)
 
 
 def summary(result: SynthesisResult) -> str:

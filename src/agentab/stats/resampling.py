@@ -50,7 +50,7 @@ import numpy as np
 
 from agentab.metrics import MEDIAN, RATE, median
 from agentab.stats import discrete_laws, median_law
-from agentab.stats.seeding import SEED, Streams, generator_for  # noqa: F401  (this module's names)
+from agentab.stats.seeding import SEED, generator_for  # noqa: F401  (this module's names)
 
 DRAWS = 10_000
 # One success and one failure added to a group's rate when its standard error is taken.

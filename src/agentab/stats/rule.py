@@ -21,13 +21,11 @@ can feed this module: a sequential rule that gives an interval instead of draws 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from agentab.metrics import numpy_lerp
 from agentab.stats.resampling import (
     DRAWS,
     SEED,
@@ -45,10 +43,6 @@ MIN_RUNS_PER_GROUP = 9
 MIN_RUNS_PER_TASK = 3
 CONFIDENCE = 0.95
 ESTABLISHED = "established"
-# The interval's ends as quantiles, as np.percentile divides the tails it is given.
-_QUANTILES = np.true_divide(
-    np.array([(1 - CONFIDENCE) / 2 * 100, 100 - (1 - CONFIDENCE) / 2 * 100]), 100
-)
 INCONCLUSIVE = "inconclusive"
 
 
@@ -81,69 +75,11 @@ def verdict_from_draws(
 
 
 def percentile_interval(gap_draws: np.ndarray) -> tuple[float, float]:
-    """np.percentile(gap_draws, [2.5, 97.5]) to the last bit (its "linear" method: the two
-    sorted neighbours of (n - 1) * q, interpolated as numpy's _lerp does), without its general
-    machinery, which cost 7 times the partition it rests on, 3 000 times in a synthesis."""
-    draws = np.asarray(gap_draws, dtype=float).ravel()
-    if draws.size < 2 or np.isnan(draws).any():
-        tails = np.percentile(draws, 100 * _QUANTILES)
-        return float(tails[0]), float(tails[1])
-    previous, following, weight, kth = _interval_positions(draws.size)
-    found = _tails_at(draws, kth)
-    if found is None:
-        ordered = np.partition(draws, kth)
-        found = dict(zip(kth, ordered[kth].tolist(), strict=True))
-    low, high = [found[p] for p in previous], [found[p] for p in following]
-    return numpy_lerp(low[0], high[0], weight[0]), numpy_lerp(low[1], high[1], weight[1])
-
-
-# How many of the draws locate the tails: from the first of them (the draws are independent, so
-# they are a sample of the rest), a value surely beyond each end's positions.
-TAIL_SAMPLE = 500
-
-
-def _tails_at(draws: np.ndarray, kth: list[int]) -> dict[int, float] | None:
-    """sorted(draws)[p] of each position p (the interval's, in each tail), from a partition of
-    the tails alone; None where a sample of the draws did not mark them off (a small array,
-    draws in some order). A partition of 10 000 draws costs about 130 µs in a synthesis, mostly
-    mispredicted branches (the same array partitioned again and again, as a timing loop does,
-    takes 25): the tails, a tenth of the draws, marked off by comparisons, about 80.
-
-    The draws at or below a value t are the sorted draws' first ones, as many as they are: the
-    p-th of them is the p-th of all, for every p below their count (the same above a value)."""
-    size = draws.size
-    low, high = [p for p in kth if p < size // 2], [p for p in kth if p >= size // 2]
-    if size < 4 * TAIL_SAMPLE or not low or not high:
-        return None
-    reach_low, reach_high = max(low) + 1, size - min(high)
-    # Twice the share each tail needs, and a few more: a sample that falls short is rare.
-    low_rank = 2 * reach_low * TAIL_SAMPLE // size + 8
-    high_rank = TAIL_SAMPLE - 1 - (2 * reach_high * TAIL_SAMPLE // size + 8)
-    if low_rank >= high_rank:
-        return None
-    marks = np.partition(draws[:TAIL_SAMPLE], [low_rank, high_rank])
-    in_low, in_high = draws <= marks[low_rank], draws >= marks[high_rank]
-    below, above = np.count_nonzero(in_low), np.count_nonzero(in_high)
-    if below < reach_low or above < reach_high or marks[low_rank] >= marks[high_rank]:
-        return None
-    # Both tails in one array, the low one first: a high position moves down by the draws
-    # between the tails.
-    shift = size - above - below
-    tails = np.partition(draws[in_low | in_high], [*low, *(p - shift for p in high)])
-    return {p: float(tails[p]) for p in low} | {p: float(tails[p - shift]) for p in high}
-
-
-@functools.lru_cache(maxsize=64)
-def _interval_positions(size: int) -> tuple[list[int], list[int], list[float], list[int]]:
-    """The sorted positions each end of the interval reads at this many draws, the weight
-    between them, and the positions a partition must place (np.unique of them would import
-    numpy.ma, a twentieth of a synthesis)."""
-    virtual = (size - 1) * _QUANTILES
-    previous = np.floor(virtual).astype(np.intp)
-    following = np.minimum(previous + 1, size - 1)
-    weight = (virtual - previous).tolist()
-    kth = sorted({*previous.tolist(), *following.tolist()})
-    return previous.tolist(), following.tolist(), weight, kth
+    """The 95% percentile interval of the draws: np.percentile at 2.5 and 97.5 (its "linear"
+    method)."""
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(np.asarray(gap_draws, dtype=float), [tail, 100 - tail])
+    return float(low), float(high)
 
 
 def verdict_from_interval(

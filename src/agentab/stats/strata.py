@@ -113,7 +113,7 @@ def pooled_gap_verdict(
     *Permutation p-values should never be zero*, 2010). The verdict is read on the scale the
     splits are compared on (a rate's studentized gap, a median's pooled scale), where a shuffle
     that ties the observed split gives exactly its value, then given back in the metric's unit.
-    `rng`, if given, is the key's stream, seeded with others (`seeding.Streams`).
+    `rng`, if given, is the key's stream (`seeding.generator_for(key)`).
     """
     rng = resampling.generator_for(key) if rng is None else rng
     gap = pooled_statistic(kind, cell, scale) - pooled_statistic(kind, reference, scale)

@@ -26,7 +26,7 @@ import numpy as np
 
 from agentab import stats, workers
 from agentab.metrics import MEDIAN, RATE
-from agentab.stats.seeding import Streams
+from agentab.stats.seeding import generator_for
 from agentab.stats.strata import ALL
 from agentab.synthesis.verdicts import ScoredValues, SynthesisResult
 from agentab.synthesis.wording import percent, signed
@@ -143,11 +143,12 @@ def cost_intervals(costs: dict[str, list[float]]) -> dict[str, tuple[float, floa
     """Cell -> its median cost per run and that median's interval: the same for every rate
     metric's panel, so resampled once."""
     intervals = {}
-    streams = Streams(f"frontier\x1fcost\x1f{cell}" for cell in costs)
     for cell, values in costs.items():
         if not values:
             continue
-        draws = stats.resample_statistic(MEDIAN, values, streams(f"frontier\x1fcost\x1f{cell}"))
+        draws = stats.resample_statistic(
+            MEDIAN, values, generator_for(f"frontier\x1fcost\x1f{cell}")
+        )
         low, high = stats.percentile_interval(draws)
         intervals[cell] = (stats.statistic(MEDIAN, values), float(low), float(high))
     return intervals
@@ -166,9 +167,8 @@ def rate_intervals(scored: ScoredValues, scenario, metric: str, values: dict) ->
     """Each cell with a rate (`values`: `cell_rates`): the 95% interval of its resampled rates."""
     tasks = [task.name for task in scenario.tasks] if len(scenario.tasks) > 1 else [None]
     cells = [cell.name for cell in scenario.cells if values.get(cell.name) is not None]
-    streams = Streams(rate_stream_key(metric, cell, task) for cell in cells for task in tasks)
     return {
-        cell: stats.percentile_interval(pooled_rate_draws(scored, metric, cell, tasks, streams))
+        cell: stats.percentile_interval(pooled_rate_draws(scored, metric, cell, tasks))
         for cell in cells
     }
 
@@ -196,16 +196,14 @@ def metric_points(scenario, values: dict, costs: dict, intervals: dict) -> list[
     return points
 
 
-def pooled_rate_draws(
-    scored: ScoredValues, metric: str, cell: str, tasks: list, streams: Streams
-) -> np.ndarray:
+def pooled_rate_draws(scored: ScoredValues, metric: str, cell: str, tasks: list) -> np.ndarray:
     """Resampled rates of a cell: of all its valid runs with one task, else the equal-weight
     mean of each task's resampled rate (as the cell's value is pooled)."""
     per_task = []
     for task in tasks:
         found = scored.get(cell, metric) if task is None else scored.of_task(cell, metric, task)
         key = rate_stream_key(metric, cell, task)
-        per_task.append(stats.resample_statistic(RATE, found, streams(key)))
+        per_task.append(stats.resample_statistic(RATE, found, generator_for(key)))
     return np.mean(per_task, axis=0)
 
 

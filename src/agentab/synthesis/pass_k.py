@@ -51,14 +51,12 @@ def choose_k(scenario, groups: list[list]) -> int | None:
     return k if k >= SMALLEST_K else None
 
 
-def pooled_draws(
-    groups: dict[str, list], k: int, key: str, cell: str, streams: resampling.Streams
-) -> tuple[float, np.ndarray]:
+def pooled_draws(groups: dict[str, list], k: int, key: str, cell: str) -> tuple[float, np.ndarray]:
     """A cell's pass^k (the mean over its tasks) and its resampled values."""
     estimates, draws = [], []
     for task, values in groups.items():
         successes, runs = resampling.count_successes(values), len(values)
-        rng = streams(stratum_key(key, cell, task))
+        rng = resampling.generator_for(stratum_key(key, cell, task))
         estimates.append(pass_k_table(runs, k)[successes])
         draws.append(resampled_pass_k(runs, successes, k).draw(rng, resampling.DRAWS))
     return float(np.mean(estimates)), np.mean(draws, axis=0)
@@ -113,15 +111,12 @@ def metric_pass_k_gaps(scored: ScoredValues, scenario, metric: str, cells, strat
     if k is None:
         return []
     name = metric_name(metric, k)
-    streams = resampling.Streams(
-        stratum_key(name, cell, task) for cell in [reference, *cells] for task in groups[cell]
-    )
-    value_ref, draws_ref = pooled_draws(groups[reference], k, name, reference, streams)
+    value_ref, draws_ref = pooled_draws(groups[reference], k, name, reference)
     found = []
     for cell in cells:
         if cell == reference:
             continue
-        value, draws = pooled_draws(groups[cell], k, name, cell, streams)
+        value, draws = pooled_draws(groups[cell], k, name, cell)
         verdict = stats.verdict_from_draws(value - value_ref, draws - draws_ref, (-1.0, 1.0))
         gap = Gap(
             cell=cell,

@@ -273,7 +273,6 @@ def compute_gaps(
     scenario,
     types,
     cell_values: list[CellValue],
-    meanwhile: Callable[[], object] | None = None,
 ) -> list[Gap]:
     """Every gap against the reference: the pooled gaps, with their verdicts, Holm-adjusted over
     their family (the cells' pooled gaps; the A/A copy's form a family of their own), then, with
@@ -284,10 +283,9 @@ def compute_gaps(
     pooled gap over several tasks is judged from the stratified shuffles of its two cells
     (`strata.pooled_gap_verdict`). Each metric's gaps are one job (`workers`: on the
     processor's cores); each group and each pair has its own random stream, so neither the
-    processes nor their order change any draw. `meanwhile`, if given, runs in this process
-    while the jobs do.
+    processes nor their order change any draw.
     """
-    (gaps,) = workers.run_all([gap_work(scored, scenario, types, cell_values)], meanwhile)
+    (gaps,) = workers.run_all([gap_work(scored, scenario, types, cell_values)])
     return gaps
 
 
@@ -365,7 +363,7 @@ class GapJudge:
         """(index, verdict) of each (index, judged gap) of one metric; the reference's draws of
         a group serve every gap against it."""
         theirs_drawn: dict[str, np.ndarray] = {}
-        streams = resampling.Streams(self.stream_keys(entries))
+        streams = resampling.generator_for  # each key's own stream
         found = []
         for index, (cell, metric, task, mine, theirs) in entries:
             if task == ALL and len(self.strata) > 1:
@@ -385,27 +383,15 @@ class GapJudge:
         tasks = len(self.strata) * (2 if self.types[entries[0][1][1]].kind == MEDIAN else 1)
         return sum(tasks if pooled and entry[2] == ALL else 1 for _, entry in entries)
 
-    def stream_keys(self, entries: list[tuple[int, tuple]]) -> list[str]:
-        """The random streams these entries' verdicts draw from (the reference's of a group
-        once, as `verdicts` draws it), to be seeded together."""
-        keys = []
-        for _, (cell, metric, task, _mine, _theirs) in entries:
-            if task == ALL and len(self.strata) > 1:
-                keys.append(pooled_gap_key(metric, cell, self.reference))
-                continue
-            group = "" if task == ALL else task
-            keys += [stratum_key(metric, self.reference, group), stratum_key(metric, cell, group)]
-        return keys
-
     def bootstrap(
-        self, cell: str, metric: str, task: str, streams: resampling.Streams
+        self, cell: str, metric: str, task: str, streams: Callable[[str], np.random.Generator]
     ) -> np.ndarray:
         values = self.scored.of_task(cell, metric, task) if task else self.scored.get(cell, metric)
         rng = streams(stratum_key(metric, cell, task))
         return resampling.resample_statistic(self.types[metric].kind, values, rng)
 
     def shuffled_verdict(
-        self, cell: str, metric: str, streams: resampling.Streams
+        self, cell: str, metric: str, streams: Callable[[str], np.random.Generator]
     ) -> stats.GapVerdict:
         mine = [self.scored.of_task(cell, metric, task) for task in self.strata]
         theirs = [self.scored.of_task(self.reference, metric, task) for task in self.strata]
