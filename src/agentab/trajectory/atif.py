@@ -115,7 +115,7 @@ def steps_of(lines: list[dict], with_metrics: bool) -> list[dict]:
             steps.append({"source": "user", "message": capped(text(entry.get("text")))})
         elif is_message(entry, "assistant"):
             step = {"source": "agent", "message": capped(text(entry.get("text")))}
-            calls = [atif_call(call) for call in tool_calls(entry)]
+            calls = unique_ids([atif_call(call) for call in tool_calls(entry)])
             if calls:
                 step["tool_calls"] = calls
                 made_by |= {call["tool_call_id"]: step for call in calls}
@@ -150,6 +150,20 @@ def atif_call(call: dict) -> dict:
         "arguments": kept(arguments(call), 0),
         "extra": extra,
     }
+
+
+def unique_ids(calls: list[dict]) -> list[dict]:
+    """A step's calls with an id each its own (readers refuse a step with one id twice): a
+    repeated id gets `#2`, `#3`, …, and the step's results go to its first call."""
+    seen: dict[str, int] = {}
+    for call in calls:
+        name = call["tool_call_id"]
+        if name in seen:
+            seen[name] += 1
+            call["tool_call_id"] = f"{name}#{seen[name]}"
+        else:
+            seen[name] = 1
+    return calls
 
 
 def identifier(value) -> str:

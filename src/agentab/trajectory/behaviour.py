@@ -3,20 +3,21 @@
 Each tool call is put in one class, in this order:
 
 - `tests`: a shell command that runs the tests (`tests_pattern`: by default the runner of the
-  scenario's `tests` validator: `pytest` and `python -m pytest`; `python -m unittest`, which
-  pytest also runs);
+  scenario's `tests` validator: `pytest`, `python -m pytest`; with `unittest`, `python -m
+  unittest` too, and pytest, which runs unittest's tests);
 - `search`: a search tool (pi's `grep`, `find`, `ls`; Claude Code's `Grep`, `Glob`, `LS`;
-  Gemini CLI's `search_file_content`, `glob`, `list_directory`) or a shell command whose
-  program searches (`grep`, `rg`, `find`, `ls`, `git grep`, …);
+  Gemini CLI's `search_file_content`, `grep_search`, `glob`, `list_directory`; a web search)
+  or a shell command whose program searches (`grep`, `rg`, `find`, `ls`, `git grep`, …);
 - `read`: a read tool (the transcript's kind `read`) or a shell command that prints a file
-  (`cat`, `head`, `tail`, `sed -n`, `nl`, …: Codex reads every file through its shell);
+  (`cat`, `head`, `tail`, `sed -n`, `nl`, …, not `cat > a.py`: Codex reads through its shell);
 - `edit`: an edit or a write (kinds `edit` and `write`; Codex's `file_change`);
 - `shell`: any other shell command;
 - `other`: any other tool.
 
-A shell command is read segment by segment (`&&`, `;`, `|`, …), after the words that only
-start another (`cd x &&`, `timeout 60`, `env A=1`, `uv run`, `python -m X` read as `X`); its
-class is that of its first segment of a class above `shell`, in the order above.
+A shell command is read segment by segment (split at `&&`, `||`, `;`, `|`, `&` and new lines),
+each through the words that only start another (`timeout 60`, `env A=1`, `uv run`; `python -m
+X` is read as `X`): it runs the tests when one segment does, else it searches when one does,
+else it reads when one prints a file.
 
 The measures, flat in measures.json's `builtin` (any of them may be named in
 `[validation].metrics`): `calls_<class>` for each class, `tests_ran` (a test command was run),
@@ -46,7 +47,7 @@ RUNNER_COMMANDS = {
 }
 SEARCH_TOOLS = {
     "grep", "find", "ls", "glob", "Grep", "Glob", "LS",
-    "search_file_content", "list_directory", "web_search", "google_web_search",
+    "search_file_content", "grep_search", "list_directory", "web_search", "google_web_search",
 }  # fmt: skip
 READ_TOOLS = {"read_many_files", "NotebookRead"}
 EDIT_TOOLS = {"MultiEdit", "NotebookEdit", "file_change"}
