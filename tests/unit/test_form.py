@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from agentab.errors import AgentabError
+from agentab.files import write_json
 from agentab.layout import ResultsFolder
 from agentab.scenario import load_scenario
 from agentab.validators.form import form_fill_conflicts, form_spec_problems, read_form_answers
-from agentab.validators.form_blank import write_blank_form
+from agentab.validators.form_blank import _write_material, write_blank_form
 
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo"
 REPS = 3
@@ -283,3 +284,17 @@ def test_a_form_answer_for_a_metric_a_script_returns_is_refused_at_ingest(result
     )
     with pytest.raises(AgentabError, match="produced by validator 'tests'"):
         read_form_answers(results, scenario, "review")
+
+
+def test_a_name_with_a_newline_or_bytes_not_utf8_is_one_quoted_line_of_material(results, scenario):
+    """A name with a newline showed as two files in the material; one not UTF-8 crashed it."""
+    run = f"{scenario.cells[0].slug}/r01"
+    names = ["two\nlines.py", "bad\udcff.py", "calc.py"]  # as git -z gives them
+    write_json({"patch": {"files": names}}, results / "runs" / run / "run.json")
+    _write_material(results, scenario, "review", {"abcd1234": run}, ["changed_files"])
+    material = ResultsFolder(results).form_material("review") / "abcd1234.changed_files.txt"
+    assert material.read_text(encoding="utf-8").splitlines() == [
+        '"two\\nlines.py"',
+        '"bad\\377.py"',
+        "calc.py",
+    ]

@@ -214,3 +214,16 @@ def test_the_cell_page_lists_the_runs_behind_each_rate(results: Path) -> None:
     false_runs = ", ".join(f"r{rep:02d}" for rep in range(2, 10))
     assert f"ran_tests: true in 1 (r01); false in 8 ({false_runs})" in text_of(page)
     assert "../runs/nothing/r02.html" in links_of(page)
+
+
+def test_a_protected_name_with_a_newline_or_bytes_not_utf8_is_one_quoted_name_on_the_page():
+    from types import SimpleNamespace
+
+    from agentab.report.run_page import builtin_rows
+
+    record = SimpleNamespace(
+        builtin={"protected_edits": 2}, protected_files=["tests/a\nb.py", "tests/bad\udcff.py"]
+    )
+    ((name, shown),) = builtin_rows(record)
+    assert shown == '2 ("tests/a\\nb.py", "tests/bad\\377.py": given back as tagged to validators)'
+    shown.encode("utf-8")  # the page is written as UTF-8: a raw surrogate crashed it

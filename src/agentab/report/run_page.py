@@ -13,6 +13,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
+from agentab.files import shown_path
 from agentab.report.conversation import Conversation, read_conversation
 from agentab.report.receipt import ReceiptView, receipt_view
 from agentab.report.runs import RunEntry, fault_reason, read_faults
@@ -128,7 +129,9 @@ def builtin_rows(record) -> list[tuple[str, str]]:
         if isinstance(value, dict | list):
             shown = json.dumps(value, ensure_ascii=False)
         if name == "protected_edits" and record.protected_files:
-            shown += f" ({', '.join(record.protected_files)}: given back as tagged to validators)"
+            # A name is any bytes the agent chose: quoted as git quotes it, on one line.
+            names = ", ".join(shown_path(str(name)) for name in record.protected_files)
+            shown += f" ({names}: given back as tagged to validators)"
         rows.append((name, shown))
     return rows
 

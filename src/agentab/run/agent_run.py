@@ -24,7 +24,6 @@ from agentab.etalon import PatchResult, TreeGit
 from agentab.files import (
     folder_file_hashes,
     results_secret,
-    shown_path,
     write_json,
     write_jsonl,
     write_sealed_json,
@@ -353,9 +352,9 @@ def run_once(
     record["cost"] = {"usd": run.facts.cost_usd, "how": made.cost_how}
     record["limits"] = run.limits
     patch = made.patch
-    # A name is any bytes the agent chose: shown as git quotes it, never split nor a crash.
-    files_named = [shown_path(name) for name in patch.files]
-    record["patch"] = {"bytes": patch.size, "kept": not patch.over_cap, "files": files_named}
+    # The names as git gave them (the validators protect by them): a byte that is not UTF-8
+    # is written as a \udcXX escape that reads back the same (files.escaped_surrogates).
+    record["patch"] = {"bytes": patch.size, "kept": not patch.over_cap, "files": patch.files}
     if scenario.etalon.setup:
         record["setup"] = setup.as_dict()
     # What the run left, by content: a file changed after it ended is then told apart.

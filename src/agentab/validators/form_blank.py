@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentab.errors import AgentabError, problem
+from agentab.files import shown_path
 from agentab.layout import ResultsFolder, RunFolder, run_id
 from agentab.validators.calibrating import (
     blank_header,
@@ -255,7 +256,9 @@ def _write_material(
             if shown == "diff":
                 shutil.copyfile(source.patch, target)
             elif shown == "changed_files":
-                target.write_text("".join(f"{f}\n" for f in context.get(shown) or []), "utf-8")
+                # One name a line: a name holding a newline is quoted (git's way), never two.
+                names = context.get(shown) or []
+                target.write_text("".join(f"{shown_path(f)}\n" for f in names), "utf-8")
             else:
                 target.write_text(str(context.get(shown) or "(empty)") + "\n", "utf-8")
 
