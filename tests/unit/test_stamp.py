@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 
-from agentab.synthesis import stamp
+from agentab.synthesis import tables as stamp
 from agentab.synthesis.synthesize import synthesize
 from tests.unit.test_synthesis import write_clear_effect
 
@@ -18,7 +18,7 @@ def rows(folder) -> list[dict]:
 def test_every_gap_row_and_synthesis_md_carry_the_method_and_version(tmp_path):
     folder = write_clear_effect(tmp_path / "results")
     synthesize(folder)
-    method, version = stamp.current()
+    method, version = stamp.current_stamp()
     assert {(row["method"], row["agentab"]) for row in rows(folder)} == {(method, version)}
     text = (folder / "synthesis.md").read_text(encoding="utf-8")
     assert f"Verdicts drawn with method `{method}` by agentab {version}" in text

@@ -151,7 +151,7 @@ def test_a_clear_effect_is_established_and_written_everywhere(tmp_path):
 def test_the_reading_states_only_established_gaps(tmp_path):
     synthesize(write_clear_effect(tmp_path / "results"))
     report = (tmp_path / "results" / "synthesis.md").read_text(encoding="utf-8")
-    reading = report.split("## Reading", 1)[1]
+    reading = report.split("## Answer", 1)[1].split("Reference cell:", 1)[0]
     assert "ran_tests" in reading
     assert "`turns`" not in reading
 
@@ -383,7 +383,7 @@ def test_the_report_writes_rates_as_k_of_n_and_a_zero_gap_as_zero(tmp_path):
 def test_the_reading_gives_both_counts_of_an_established_rate(tmp_path):
     synthesize(write_clear_effect(tmp_path / "results"))
     reading = (tmp_path / "results" / "synthesis.md").read_text(encoding="utf-8")
-    assert "9/10 runs against 2/10, a gap of +70 pp" in reading.split("## Reading", 1)[1]
+    assert "9/10 runs against 2/10, a gap of +70 pp" in reading.split("## Answer", 1)[1]
 
 
 def test_a_run_folder_without_measures_is_missing_and_hidden_folders_are_ignored(tmp_path):

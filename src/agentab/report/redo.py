@@ -25,7 +25,7 @@ from agentab.layout import ResultsFolder
 from agentab.report.builder import report_dir
 from agentab.report.runs import FAULTS_FILE, RunEntry, list_runs
 from agentab.report.sources import load_frozen_scenario, synthesis_outputs
-from agentab.synthesis.redone import REDONE_FILE
+from agentab.synthesis.runs.redone import REDONE_FILE
 from agentab.validators.form_blank import form_validators
 from agentab.workflow.holding import refuse_while_held
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentab.synthesis.looks import read_looks
 from agentab.synthesis.prose import report_context
 from agentab.synthesis.runs.results import (
     MEASURES_FILE,
@@ -34,7 +33,7 @@ from agentab.synthesis.verdicts import (
     decide_metric_types,
 )
 from agentab.synthesis.wave_verdicts import sequential_gaps
-from agentab.synthesis.waves import replay_if_sequential, replay_results
+from agentab.synthesis.waves import read_looks, replay_if_sequential, replay_results
 
 __all__ = [
     "MEASURES_FILE",

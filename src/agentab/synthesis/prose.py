@@ -12,20 +12,20 @@ from collections import Counter, defaultdict
 from agentab import stats
 from agentab.metrics import DIAGNOSTIC, RATE, Aggregate
 from agentab.stats.strata import ALL, LINEAR, LOG
-from agentab.synthesis import stamp
 from agentab.synthesis.calibration import aa_warnings, calibration_summary
 from agentab.synthesis.environment import environment_warnings
 from agentab.synthesis.figures.sequence_figure import sequence_svg
-from agentab.synthesis.looks import looks_warning
-from agentab.synthesis.questions import questions_context
-from agentab.synthesis.redone import redone_warnings
+from agentab.synthesis.questions import out_of_reach, questions_context
 from agentab.synthesis.runs.brick_use import brick_use_rows, brick_use_warnings
 from agentab.synthesis.runs.integrity import changed_runs_warnings
 from agentab.synthesis.runs.protected import protected_edit_warnings
+from agentab.synthesis.runs.redone import redone_warnings
 from agentab.synthesis.runs.results import STATUSES, RunRecord
+from agentab.synthesis.tables import current_stamp
 from agentab.synthesis.unscored import unscored_warnings
 from agentab.synthesis.verdicts import HOLM_LEVEL, PENDING_NOTE, CellValue, Gap, SynthesisResult
 from agentab.synthesis.wave_verdicts import stopping_context
+from agentab.synthesis.waves import looks_warning
 
 
 def _number(value: float) -> str:
@@ -393,7 +393,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
         **{key: value for key, value in facts.items() if key != "run_warnings"},
         "warnings": treatment_warnings(result, scenario)
         + [text for text in [result.memo.get("stamp_change", "")] if text],
-        "stamp": stamp.current(),
+        "stamp": current_stamp(),
         "scenario": scenario,
         "stats": stats,
         "holm_level": HOLM_LEVEL,
@@ -421,6 +421,8 @@ def report_context(result: SynthesisResult, scenario) -> dict:
         "values": {key: describe_value(row) for key, row in values.items()},
         "gaps": [gap_row(gap, every_value, most_waves) for gap in result.family],
         "established": [describe_gap_plainly(gap, values) for gap in result.established],
+        "out_of_reach": out_of_reach(result, scenario),
+        "gaps_figure": bool(result.family),
         "surviving_holm": sum(gap.survives_holm for gap in result.family),
         "isolated": [{"row": row, "text": describe_isolated(row)} for row in isolated],
         "pending": [

@@ -1,10 +1,19 @@
 """What people ask of the results, as synthesis.md and the report write it (docs/synthesis.md):
 can the judge be trusted (`judge_agreement`), what does a cell cost for what it scores
 (`frontier`), and which tasks got worse (`task_directions`).
+
+And what the runs cannot say (`out_of_reach`): An inconclusive gap says nothing either way; but one kind of inconclusive gap says something
+about the experiment itself. When a rate sits at 0% or at 100% in the reference and in a cell
+alike, the gap between them could never have shown: a task out of the model's reach (a floor)
+or one every run solves (a ceiling) measures nothing about the treatment. A reader told only
+"no gap is established" takes that for an answer about the treatment; it is an answer about
+the task.
 """
 
 from __future__ import annotations
 
+from agentab.metrics import RATE
+from agentab.stats.strata import ALL
 from agentab.synthesis.frontier import frontier
 from agentab.synthesis.judge_agreement import JudgeAgreement, judge_agreements
 from agentab.synthesis.task_directions import against_line
@@ -75,3 +84,48 @@ def kappa_text(found: JudgeAgreement) -> str:
         low, high = found.kappa_interval
         text += f", 95% interval [{low:.2f}, {high:.2f}]"
     return text.replace("-", "−")
+
+
+FLOOR, CEILING = 0.0, 1.0
+
+
+def out_of_reach(result, scenario) -> list[str]:
+    """A sentence per rate whose reference sits at a floor or a ceiling that some cells share."""
+    values = {
+        (row.cell, row.metric): row.aggregate
+        for row in result.cell_values
+        if row.task == ALL and row.aggregate.kind == RATE and row.aggregate.n
+    }
+    reference = scenario.reference
+    sentences = []
+    for metric in scenario.metrics:
+        theirs = values.get((reference, metric))
+        if theirs is None or theirs.value not in (FLOOR, CEILING):
+            continue
+        alike = [
+            cell.name
+            for cell in scenario.cells
+            if cell.name != reference
+            and not getattr(cell, "is_aa", False)  # the A/A copy is the reference again
+            and (found := values.get((cell.name, metric))) is not None
+            and found.value == theirs.value
+        ]
+        if not alike:
+            continue
+        cells = ", ".join(f"`{name}`" for name in alike)
+        compared = [c for c in scenario.cells if not getattr(c, "is_aa", False)]
+        every = len(alike) == len(compared) - 1
+        counts = f"{theirs.k}/{theirs.n} in the reference"
+        if theirs.value == FLOOR:
+            sentences.append(
+                f"`{metric}` is 0% in {'every cell' if every else cells} and in the reference "
+                f"({counts}): the task is out of reach there (a floor); whether a treatment "
+                "helps cannot be told from runs that all fail"
+            )
+        else:
+            sentences.append(
+                f"`{metric}` is 100% in {'every cell' if every else cells} and in the reference "
+                f"({counts}): every run succeeds there (a ceiling); whether a treatment helps "
+                "cannot be told from runs that all succeed, and a harder task could tell"
+            )
+    return sentences

@@ -20,15 +20,19 @@ from pathlib import Path
 
 from agentab import workers
 from agentab.layout import SYNTHESIS_FILES, ResultsFolder
-from agentab.synthesis import stamp
 from agentab.synthesis.figures.figure import render_figure
 from agentab.synthesis.figures.frontier_figure import render_frontier
 from agentab.synthesis.frontier import frontier, frontier_work
-from agentab.synthesis.looks import design_of, record_look, runs_per_cell
 from agentab.synthesis.pass_k import pass_k_work
 from agentab.synthesis.prose import render_markdown
 from agentab.synthesis.runs.results import load_frozen_scenario, missing_runs, read_all_runs
-from agentab.synthesis.tables import write_gaps_table, write_run_tables
+from agentab.synthesis.tables import (
+    current_stamp,
+    previous_stamp,
+    stamp_change_warning,
+    write_gaps_table,
+    write_run_tables,
+)
 from agentab.synthesis.verdicts import (
     ScoredValues,
     SynthesisResult,
@@ -37,7 +41,7 @@ from agentab.synthesis.verdicts import (
     gap_work,
 )
 from agentab.synthesis.wave_verdicts import sequential_gaps
-from agentab.synthesis.waves import replay_if_sequential
+from agentab.synthesis.waves import design_of, record_look, replay_if_sequential, runs_per_cell
 
 # The outputs in the order they are written: the tables and the figure, the report last.
 WRITE_ORDER = SYNTHESIS_FILES[1:] + SYNTHESIS_FILES[:1]
@@ -78,8 +82,8 @@ def synthesize(results_dir: Path) -> SynthesisResult:
     )
     if plan is not None:
         result.gaps = sequential_gaps(result.gaps, plan)
-    result.memo["stamp_change"] = stamp.change_warning(
-        stamp.previous(result.outputs["gaps.csv"]), stamp.current()
+    result.memo["stamp_change"] = stamp_change_warning(
+        previous_stamp(result.outputs["gaps.csv"]), current_stamp()
     )
     write_outputs(result, scenario)
     return result
