@@ -121,3 +121,24 @@ def test_only_the_paths_the_patch_touched_are_looked_at(tmp_path, touched):
     # None: git reads the patch; []: the caller says it touched nothing.
     assert bool(done.removed) is (touched is None)
     assert git("rev-parse", "HEAD", cwd=checkout).strip()
+
+
+def test_protected_paths_of_any_bytes_are_removed_and_a_newline_hides_nothing(tmp_path):
+    """Names the agent chose: not UTF-8, a newline; each is a path as any other, never two."""
+    repo = tmp_path / "repo"
+    make_git_repo(repo, FILES)
+    clone = tmp_path / "clone"
+    fresh_clone(str(repo), "v1.0", clone, tmp_path / "mirrors")
+    added = ["tests/bad\udcff.py", "tests/two\nlines.py", "deep/any\nthing"]
+    for name in added:
+        (clone / name).parent.mkdir(exist_ok=True)
+        (clone / name).write_text("raise SystemExit(0)\n")
+    patch = tmp_path / "result.patch"
+    patch.write_bytes(TreeGit(clone).patch().patch)
+    checkout = tmp_path / "checkout"
+    done = checkout_with_patch(
+        str(repo), "v1.0", patch, checkout, tmp_path / "mirrors", protect=("tests/**", "**")
+    )
+    assert sorted(done.removed) == sorted(added)
+    assert not any((checkout / name).exists() for name in added)
+    assert is_protected("a\nb/c", ("**",)) and not is_protected("conftest.py\n", ("conftest.py",))

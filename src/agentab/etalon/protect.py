@@ -73,7 +73,9 @@ def _pattern(glob: str) -> re.Pattern:
             continue
         regex.append("".join({"*": "[^/]*", "?": "[^/]"}.get(c, re.escape(c)) for c in segment))
         regex.append("" if last else "/")
-    return re.compile("".join(regex) + "$")
+    # A name may hold a newline: `.` matches it, and the end is the string's (`$` would match
+    # before a last newline too).
+    return re.compile("".join(regex) + r"\Z", re.DOTALL)
 
 
 def effective_protect(declared: list[str] | None) -> tuple[str, ...]:
