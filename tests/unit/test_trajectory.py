@@ -7,6 +7,8 @@ totals agreeing with run.json; and a hostile transcript kept as data.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -231,3 +233,39 @@ def test_the_reader_does_refuse_a_malformed_trajectory():
     # The control: the reader is no rubber stamp.
     with pytest.raises(TraceError):
         load_bytes(b'{"schema_version": "ATIF-v1.8", "steps": [{"source": "robot"}]}')
+
+
+def documented_scanner(tmp_path: Path) -> Path:
+    """The ten-line scanner of docs/validators.md ("A scanner of your own"), as a file."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "validators.md").read_text()
+    section = page.split("### A scanner of your own", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len([line for line in code.splitlines() if line.strip()]) <= 10
+    script = tmp_path / "git_log.py"
+    script.write_text(code)
+    return script
+
+
+@pytest.mark.parametrize("harness", sorted(DEMO_STREAMS))
+def test_the_documented_scanner_counts_git_log_in_a_validators_trajectory(tmp_path, harness):
+    lines, _ = demo_run(harness)
+    transcript = tmp_path / "transcript.jsonl"
+    ran = {"id": "g1", "tool": "bash", "kind": "run", "input": {"command": "git log -3"},
+           "command": "git log -3"}  # fmt: skip
+    said = {"type": "message", "role": "assistant", "text": "", "tool_calls": [ran]}
+    results = []
+    for with_git_log in (False, True):
+        conversation = [*lines, said] if with_git_log else lines
+        transcript.write_text("".join(json.dumps(line) + "\n" for line in conversation))
+        write_blind_trajectory(transcript, "opaque", tmp_path / "trajectory.json")
+        context = tmp_path / "context.json"
+        context.write_text(json.dumps({"trajectory": str(tmp_path / "trajectory.json")}))
+        done = subprocess.run(
+            [sys.executable, str(documented_scanner(tmp_path)), str(context)],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        results.append(json.loads(done.stdout)["metrics"])
+    assert results == [
+        {"ran_git_log": False, "git_log_calls": 0},
+        {"ran_git_log": True, "git_log_calls": 1},
+    ]

@@ -199,7 +199,7 @@ def measure_run(
     folder = RunFolder(Path(record).parent)
     protected = protected_paths(run, scenario.protect, folder.patch)
     builtin = builtin_metrics(run, folder.transcript, protected, folder.results.bricks)
-    if folder.transcript.is_file():  # the behaviour measures (docs/runs.md) need one
+    if folder.transcript.is_file():  # the behaviour measures (docs/validators.md) need one
         runners = [
             s.options.get("runner") for s in scenario.validators.values() if s.mode == "tests"
         ]
