@@ -1,5 +1,5 @@
 """Benchmark: `agentab synthesize` on 10 000 measures.json of a scenario with several tasks,
-against reading those files (target: 3x, as bench_synthesize.py's one-task matrix).
+against reading those files (target: 10x, as bench_synthesize.py's one-task matrix).
 
     python benchmarks/bench_synthesize_tasks.py            # 30 cells x 5 tasks x 67 repetitions
     python benchmarks/bench_synthesize_tasks.py --quick    # 30 cells x 5 tasks x 3 (smoke test)
