@@ -156,10 +156,15 @@ def demo_copy(tmp_path: Path) -> Path:
     return folder
 
 
-def test_an_old_results_folder_without_the_key_still_reads(demo):
-    files = sorted(DEMO_RESULTS.glob("runs/*/r*/measures.json"))
-    assert files and all("schema_version" not in json.loads(p.read_text()) for p in files)
-    runs, bad = read_runs(DEMO_RESULTS, demo)
+def test_an_old_results_folder_without_the_key_still_reads(tmp_path, demo):
+    folder = demo_copy(tmp_path)
+    files = sorted(folder.glob("runs/*/r*/measures.json"))
+    for index, path in enumerate(files):  # as written before the key: `schema`, or nothing
+        data = json.loads(path.read_text())
+        data.pop("schema_version", None)
+        data.pop("schema", None)
+        path.write_text(json.dumps({"schema": 1, **data} if index % 2 else data))
+    runs, bad = read_runs(folder, demo)
     assert len(runs) == len(files) == 40 and bad == []
 
 
