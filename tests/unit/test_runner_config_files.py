@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agentab.etalon.protect import RUNNER_FILES, effective_protect, is_protected
 
 STEMS = ("pytest", ".pytest", "tox", "setup", "pyproject", "conftest")
@@ -73,6 +75,7 @@ def read_by_pytest(tmp_path: Path) -> set[str]:
     }
 
 
+@pytest.mark.slow  # pytest configured once per candidate file: about 10 s
 def test_every_configuration_file_pytest_reads_is_a_runner_file(tmp_path):
     read = read_by_pytest(tmp_path)
     # Positive controls: the asking works (these are pytest's files in every version).
