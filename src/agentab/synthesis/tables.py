@@ -32,8 +32,8 @@ from agentab.synthesis.runs.measures_table import (  # noqa: F401  (its names, i
 )
 from agentab.synthesis.verdicts import CellValue, Gap, SynthesisResult
 
-# draws-2: the exact-law bootstrap (10 000 draws, seed 20250101), stratified shuffles over
-# tasks, and the bound of each established gap by its cells' invalid and failed runs.
+# draws-2: the bootstrap from each group's exact distribution (10 000 draws, seed 20250101),
+# stratified shuffles over tasks, and the bound of each established gap by its cells' invalid and failed runs.
 DRAW_METHOD = "draws-2"
 STAMP_COLUMNS = ["method", "agentab"]
 

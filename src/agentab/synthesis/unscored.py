@@ -2,7 +2,7 @@
 
 An invalid run (a validator could not score it) and a failed one (the agent hit its timeout, a
 limit, or its own error) carry no value, so a cell's rate or median is computed without them.
-That is the seed's rule, and it stays: an invalid run is not a failing one. But the measured
+That is agentab's rule, and it stays: an invalid run is not a failing one. But the measured
 agent can cause either kind. Code under test that spoils its own report, crashes a validator or
 inflates the judge's material, an agent that loops to its timeout on the hard cases: each takes
 runs out of its cell's denominator, and if those were the runs it would have failed, the gap
