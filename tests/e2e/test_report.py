@@ -93,7 +93,9 @@ def test_a_person_sees_cells_verdicts_and_a_runs_conversation_and_diff(finished)
     for name in CELL_NAMES:
         assert name in overview.text
     assert re.search(r"\b(established|inconclusive)\b", overview.text)
-    assert "Warnings" in overview.text
+    # The answer first: the rule's established effect on running the tests, above the tables.
+    answer = overview.text.split("Answer", 1)[1].split("Matrix", 1)[0]
+    assert "the rate of ran_tests is higher" in answer, answer
     assert run["run"] in cell.text and "valid" in cell.text
     assert run_url.endswith(f"report/runs/{run['run']}.html")
     assert final_message and final_message in run_page.text

@@ -227,3 +227,23 @@ def test_a_protected_name_with_a_newline_or_bytes_not_utf8_is_one_quoted_name_on
     ((name, shown),) = builtin_rows(record)
     assert shown == '2 ("tests/a\\nb.py", "tests/bad\\377.py": given back as tagged to validators)'
     shown.encode("utf-8")  # the page is written as UTF-8: a raw surrogate crashed it
+
+
+def test_the_overview_answers_first_and_keeps_a_pending_form_out_of_the_warnings(
+    results: Path,
+) -> None:
+    html = build_report(results).index.read_text(encoding="utf-8")
+    assert html.index('id="answer"') < html.index('id="matrix"') < html.index('id="gaps"')
+    assert html.index('id="answer"') < html.index('id="warnings"')
+    warnings = html.split('id="warnings"', 1)[1].split("</ul>", 1)[0]
+    assert "Pending a form" not in warnings  # information, not a warning
+    notes = html.split('id="notes"', 1)[1].split("</ul>", 1)[0]
+    assert "copy forms/review.blank.toml to forms/review.toml" in notes
+    assert "<code>" in warnings and "`" not in warnings  # a synthesis warning's names as code spans, never raw backticks
+
+
+def test_code_spans_escape_what_they_do_not_mark() -> None:
+    from agentab.report.builder import code_spans
+
+    assert str(code_spans("`a<b>` and <i>")) == "<code>a&lt;b&gt;</code> and &lt;i&gt;"
+    assert str(code_spans("one ` alone <x>")) == "one ` alone &lt;x&gt;"

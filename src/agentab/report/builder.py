@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
+import markupsafe
 
 from agentab.metrics import RATE
 from agentab.rendering import template_environment
@@ -100,12 +101,25 @@ class Pages:
         self.environment = template_environment(
             "report", autoescape=jinja2.select_autoescape(["html.j2"], default=False)
         )
+        self.environment.filters["code"] = code_spans
 
     def write(self, name: str, template: str, **context) -> None:
         path = self.folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
         text = self.environment.get_template(template).render(**context)
         path.write_text(text, encoding="utf-8")
+
+
+def code_spans(text: str) -> markupsafe.Markup:
+    """A sentence of the synthesis, written for Markdown, as HTML: escaped, and each `name` in
+    backticks as a code span (never raw backticks on the page)."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: the text as it is, escaped
+        return markupsafe.escape(text)
+    return markupsafe.Markup("").join(
+        markupsafe.Markup("<code>{}</code>").format(part) if odd else markupsafe.escape(part)
+        for odd, part in ((index % 2 == 1, part) for index, part in enumerate(parts))
+    )
 
 
 def status_counts(entries: list[RunEntry]) -> dict[str, int]:
@@ -128,7 +142,8 @@ def overview_context(results_dir: Path, scenario, context: dict, entries) -> dic
         "figure": (results_dir / "gaps.svg").is_file(),
         "frontier_figure": (results_dir / "frontier.svg").is_file(),
         "synthesis_file": (results_dir / "synthesis.md").is_file(),
-        "warnings": warnings(context, entries),
+        "warnings": [item for item in warnings(context, entries) if not item.note],
+        "notes": [item for item in warnings(context, entries) if item.note],
         "usage": usage(context, [entry.record for entry in entries if entry.record]),
     }
 
@@ -161,6 +176,7 @@ class Notice:
     text: str
     runs: list[str]  # run ids, linked (the first few)
     more: int = 0
+    note: bool = False  # information (a form to fill, a diagnostic metric), not a warning
 
 
 def warnings(context: dict, entries: list[RunEntry]) -> list[Notice]:
@@ -183,6 +199,7 @@ def warnings(context: dict, entries: list[RunEntry]) -> list[Notice]:
                     f"{metric['name']} is diagnostic{note}: shown per run, never aggregated, "
                     "never given a verdict",
                     [],
+                    note=True,
                 )
             )
     for item in context["pending"]:
@@ -194,6 +211,7 @@ def warnings(context: dict, entries: list[RunEntry]) -> list[Notice]:
                 f"form {form} (copy forms/{form}.blank.toml to forms/{form}.toml, fill it in, "
                 "and run the workflow again)",
                 [],
+                note=True,
             )
         )
     for item in context["isolated"]:
@@ -202,6 +220,7 @@ def warnings(context: dict, entries: list[RunEntry]) -> list[Notice]:
                 "Isolated measurement",
                 f"{item['row'].cell}, {item['row'].metric}: {item['text']} (no verdict)",
                 [],
+                note=True,
             )
         )
     faults = [entry.run for entry in entries if entry.status == "fault"]
