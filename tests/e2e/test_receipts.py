@@ -1,6 +1,7 @@
-"""Receipts (docs/receipts.md): the seed's worst story as a test. A model that cannot reason, a
-thinking axis: pi silently drops the level, and every run of the thinking cells must be caught
-(invalid, `treatment-not-delivered`) while the others are not, and the synthesis warns."""
+"""Receipts (docs/receipts.md): the worst failure of an A/B experiment as a test. A model that
+cannot reason, a thinking axis: pi silently drops the level, and every run of the thinking cells
+must be caught (invalid, `treatment-not-delivered`) while the others are not, and the synthesis
+warns."""
 
 from __future__ import annotations
 

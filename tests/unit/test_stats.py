@@ -1,4 +1,4 @@
-"""The verdict rule: bootstrap interval, p-value and Holm, as the seed states them."""
+"""The verdict rule: bootstrap interval, p-value and Holm, as docs/synthesis.md states them."""
 
 from __future__ import annotations
 
