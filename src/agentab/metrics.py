@@ -31,10 +31,6 @@ class MetricType:
     kind: str  # RATE, MEDIAN or DIAGNOSTIC
     note: str = ""
 
-    @property
-    def is_scored(self) -> bool:
-        return self.kind in (RATE, MEDIAN)
-
 
 @dataclass(frozen=True)
 class Aggregate:

@@ -108,30 +108,12 @@ def run_folders(runs_root: Path) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def find_measures_files(results_dir: Path) -> list[Path]:
-    """Every `runs/<slug>/r*/measures.json`, in path order."""
-    folder = ResultsFolder(Path(results_dir))
-    found = (folder.run(slug, rep).measures for slug, rep in run_folders(folder.runs_root))
-    return [path for path in found if path.exists()]
-
-
 def file_content(path: str) -> bytes | OSError:
     """The file's bytes, or the error its reading failed with."""
     try:
         return read_bytes(path)
     except OSError as error:
         return error
-
-
-def read_run(
-    path: Path, results_dir: Path, cells_by_name: dict, tasks: tuple[str, ...] = ()
-) -> RunRecord | BadFile:
-    """A checked RunRecord, or a BadFile saying what is wrong with it."""
-    relative = Path(path).relative_to(results_dir).as_posix()
-    try:
-        return _run_of(file_content(str(path)), str(path), relative, cells_by_name, tasks=tasks)
-    except _NoFile:
-        return BadFile(relative, "cannot be read: no such file")
 
 
 class _NoFile(Exception):
@@ -146,9 +128,10 @@ def _run_of(
     secret: str | None = None,
     tasks: tuple[str, ...] = (),
 ) -> RunRecord | BadFile:
-    """`read_run` of the file's content (bytes, or the error its reading failed with); raises
-    _NoFile when there is no file at `path` at all. With the results folder's `secret`, a
-    measures.json whose seal does not hold is read as an invalid run."""
+    """A checked RunRecord, or a BadFile saying what is wrong with the file's content (bytes,
+    or the error its reading failed with); raises _NoFile when there is no file at `path` at
+    all. With the results folder's `secret`, a measures.json whose seal does not hold is read
+    as an invalid run."""
     if isinstance(content, OSError):
         if content.errno == errno.ENOENT:
             raise _NoFile(path)
