@@ -101,3 +101,26 @@ def test_synthesis_md_warns_where_the_cells_unscored_shares_differ(tmp_path):
     honest = laundered(tmp_path / "honest", launder=False)
     synthesize(honest)
     assert "runs invalid or failed against" not in (honest / "synthesis.md").read_text()
+
+
+def test_a_sequential_gap_is_bounded_by_its_unscored_runs_too(tmp_path):
+    from tests.unit.test_sequential_synthesis import write_sequential
+
+    fails = (1, 6, 11, 16, 21, 26)
+
+    def decided(folder, launder: bool):
+        write_sequential(folder)
+        for rep in range(1, 31):  # the reference passes every other run, the rule 24 of 30
+            write_run(folder, "nothing", rep, {"ran_tests": rep % 2 == 0, "turns": 5})
+            if rep in fails and launder:
+                write_run(folder, "rule", rep, {}, status="invalid", problems=["report spoiled"])
+            else:
+                write_run(folder, "rule", rep, {"ran_tests": rep not in fails, "turns": 5})
+        (gap,) = [g for g in synthesize(folder).family if g.metric == "ran_tests"]
+        return gap
+
+    assert not decided(tmp_path / "honest", launder=False).verdict.is_established
+    laundered = decided(tmp_path / "laundered", launder=True)
+    assert laundered.sequence.established  # its failing pairs gone, the rest decide it
+    assert not laundered.verdict.is_established
+    assert "counted against it" in laundered.note

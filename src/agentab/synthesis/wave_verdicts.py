@@ -27,14 +27,17 @@ def sequential_gaps(gaps: list[Gap], plan) -> list[Gap]:
             judged.append(gap)
             continue
         look = path.last
+        bounded = plan.bounded.get((gap.cell, gap.metric))
+        holds = bounded is None or holds_on_its_side(path, bounded)
         verdict = stats.GapVerdict(
             gap=gap.verdict.gap,
             ci_low=look.low,
             ci_high=look.high,
             p=look.p,
-            verdict=stats.ESTABLISHED if path.established else stats.INCONCLUSIVE,
+            verdict=stats.ESTABLISHED if path.established and holds else stats.INCONCLUSIVE,
         )
-        judged.append(dataclasses.replace(gap, verdict=verdict, sequence=path, note=""))
+        note = "" if holds else BOUND_NOTE
+        judged.append(dataclasses.replace(gap, verdict=verdict, sequence=path, note=note))
     for calibration in (False, True):
         family = [
             i for i, gap in enumerate(judged) if gap.pooled and gap.calibration == calibration
@@ -43,6 +46,20 @@ def sequential_gaps(gaps: list[Gap], plan) -> list[Gap]:
         for i, p in zip(family, adjusted, strict=True):
             judged[i] = dataclasses.replace(judged[i], p_holm=p)
     return judged
+
+
+BOUND_NOTE = (
+    "its sequence excludes 0 on the scored runs, but not with the invalid or failed runs of the "
+    "two cells counted against it: runs that left the denominator could have made it"
+)
+
+
+def holds_on_its_side(path, bounded) -> bool:
+    """The bounded sequence is established, on the side of zero the gap's is."""
+    if not bounded.established:
+        return False
+    above, look = path.last.low > 0, bounded.looks[bounded.decided_at - 1]
+    return look.low > 0 if above else look.high < 0
 
 
 def sequence_scale(gap: Gap) -> str:

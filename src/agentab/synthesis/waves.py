@@ -41,6 +41,7 @@ from pathlib import Path
 from agentab.files import write_json
 from agentab.metrics import MEDIAN, RATE
 from agentab.stats.sequential import SequencePath, crossings, pair_values, sequence_path
+from agentab.synthesis.unscored import UNSCORED_STATUSES
 
 JUDGED = (RATE, MEDIAN)
 
@@ -54,6 +55,9 @@ class WavePlan:
     looked: int  # the waves judged so far
     given: dict[str, int] = field(default_factory=dict)  # cell name -> waves it was given
     paths: dict[tuple[str, str], SequencePath] = field(default_factory=dict)  # (cell, metric)
+    # An established gap's sequence again, its cells' invalid and failed runs counted against
+    # it (`unscored`): the gap stays established only if this one is too.
+    bounded: dict[tuple[str, str], SequencePath] = field(default_factory=dict)
     halted: set[int] = field(default_factory=set)  # a wave the budget cut short: no wave after
 
     def runs_given(self, cell: str) -> int:
@@ -196,7 +200,43 @@ def replay_waves(
         plan.paths[cell, metric] = sequence_path(
             kinds[metric], d[: kept[-1] if kept else 0], kept, horizon
         )
+    unscored = {(run.cell, run.task, run.rep) for run in runs if run.status in UNSCORED_STATUSES}
+    for (cell, metric), path in plan.paths.items():
+        if path.established and any(key[0] in (cell, reference) for key in unscored):
+            above = path.last.low > 0
+            imputed = counted_against(
+                values, unscored, kinds[metric], metric, cell, reference, above
+            )
+            looks = min(plan.given[cell], plan.looked)
+            d, ends = gap_stream(
+                imputed, kinds[metric], cell, reference, metric, tasks, wave, looks
+            )
+            plan.bounded[cell, metric] = sequence_path(kinds[metric], d, ends, horizon)
     return plan
+
+
+def counted_against(values, unscored, kind, metric, cell, reference, above: bool) -> dict:
+    """`values` with each invalid or failed run of the two cells given the value least
+    favourable to a gap above zero (`above`) or below it: the cell's the worst, the
+    reference's the best (a rate's 0 and 1; a median's lowest and highest value of the two)."""
+    seen = [
+        float(value)
+        for (name, name_metric, _, _), value in values.items()
+        if name in (cell, reference) and name_metric == metric
+    ]
+    if kind == RATE:
+        worst, best = 0.0, 1.0
+    elif seen:
+        worst, best = min(seen), max(seen)
+    else:
+        return values
+    if not above:
+        worst, best = best, worst
+    imputed = dict(values)
+    for name, task, rep in unscored:
+        if name in (cell, reference):
+            imputed[name, metric, task, rep] = worst if name == cell else best
+    return imputed
 
 
 LOOKS_FILE = "looks.json"

@@ -104,7 +104,13 @@ _RUNNING: list[StepServer] = []
 def start_step_server(snakemake_workflow, plan) -> None:
     """From the Snakefile's `onstart:`. Local runs only: a cluster job runs its step inside its
     own allocation, where a process on the submitting machine has no business."""
-    if can_serve() and snakemake_workflow.is_main_process and snakemake_workflow.local_exec:
+    wanted = plan.config.get("step_server", True)  # `step_server: false` in the config: none
+    if (
+        wanted
+        and can_serve()
+        and snakemake_workflow.is_main_process
+        and snakemake_workflow.local_exec
+    ):
         plan.layout.step_server_log.parent.mkdir(parents=True, exist_ok=True)
         scenarios = list(plan.scenario_paths.values())
         log = plan.layout.step_server_log
