@@ -114,6 +114,23 @@ def test_what_a_local_index_links_to_is_handed_over_with_it(tmp_path):
     assert config.mounts[pypi / "files"] == str(pypi / "files")
 
 
+def test_a_mirror_whose_files_lie_in_a_folder_each_is_bound_once(tmp_path):
+    # A bandersnatch mirror: web/simple/<project>/ links to web/packages/<h>/<h>/<hash>/<file>.
+    home, web = tmp_path / "home", tmp_path / "mirror" / "web"
+    (home / ".pip").mkdir(parents=True)
+    links = []
+    for index, name in enumerate(("attrs", "six", "idna")):
+        (web / "simple" / name).mkdir(parents=True)
+        folder = web / "packages" / f"{index:02x}" / "1b" / f"{index}cafe"
+        folder.mkdir(parents=True)
+        (folder / f"{name}-1.0.tar.gz").write_bytes(b"sdist")
+        links.append(f"../../packages/{index:02x}/1b/{index}cafe/{name}-1.0.tar.gz")
+        (web / "simple" / name / "index.html").write_text(f'<a href="{links[-1]}">{name}</a>')
+    (home / ".pip" / "pip.conf").write_text(f"[global]\nindex-url = file://{web / 'simple'}\n")
+    config = caller_package_config(home, system=tmp_path / "root")
+    assert set(config.mounts) == {home / ".pip" / "pip.conf", web / "simple", web / "packages"}
+
+
 def test_a_copied_setups_log_says_its_own_time(tmp_path):
     earlier = {"seconds": 10.836, "created": [".venv", "x.egg-info"]}
     log = copied_log(earlier, "a" * 40, 0.25)

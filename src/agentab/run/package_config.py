@@ -158,7 +158,28 @@ def index_links(folder: Path) -> list[Path]:
                 if os.path.islink(target):
                     places[os.path.dirname(os.path.realpath(target))] = None
     inside = root.rstrip("/") + "/"
-    return [Path(place) for place in places if place != root and not place.startswith(inside)]
+    outside = [place for place in places if place != root and not place.startswith(inside)]
+    return widest(sorted({beside(root, place) for place in outside}))
+
+
+def beside(index: str, place: str) -> str:
+    """The folder to bind for a linked `place`: the one beside the index's own branch that holds
+    it (`/srv/web/packages` for `/srv/web/packages/8a/1b/<hash>` linked from `/srv/web/simple`:
+    one bind, not one per file's folder), or `place` itself where that folder would be a
+    machine's top folder."""
+    common = os.path.commonpath([index, place])
+    below = os.path.relpath(place, common).split(os.sep)[0]
+    folder = os.path.join(common, below)
+    return folder if below != os.curdir and len(Path(folder).parts) >= 3 else place
+
+
+def widest(places: list[str]) -> list[Path]:
+    """The places that no other place holds, in order (`places` sorted)."""
+    kept: list[str] = []
+    for place in places:
+        if not any(place == k or place.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(place)
+    return [Path(place) for place in kept]
 
 
 def link_target(page: str, href: str) -> str | None:

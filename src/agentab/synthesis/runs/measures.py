@@ -26,7 +26,7 @@ from agentab.synthesis.runs.integrity import (
 )
 from agentab.synthesis.runs.tool_failures import failed_calls
 from agentab.synthesis.runs.usage import builtin_value
-from agentab.trajectory import behaviour_measures, read_transcript, tests_pattern
+from agentab.trajectory import behaviour_measures, read_transcript
 
 ANSWERS_SUFFIX = ".answers.json"
 
@@ -200,11 +200,8 @@ def measure_run(
     protected = protected_paths(run, scenario.protect, folder.patch)
     builtin = builtin_metrics(run, folder.transcript, protected, folder.results.bricks)
     if folder.transcript.is_file():  # the behaviour measures (docs/validators.md) need one
-        runners = [
-            s.options.get("runner") for s in scenario.validators.values() if s.mode == "tests"
-        ]
         lines = read_transcript(folder.transcript)
-        builtin |= behaviour_measures(lines, run, tests_pattern(runners))
+        builtin |= behaviour_measures(lines, run, scenario.test_command)
     measures = build_measures(scenario, cell, rep, run, by_validator, form_answers, builtin)
     measures["protected_files"] = protected
     measures["failed_calls"] = failed_calls(folder.transcript)  # what `tool_errors` counted
