@@ -6,13 +6,17 @@ measures in measures.json's built-in metrics (only for a run with a transcript).
 from __future__ import annotations
 
 import json
+import re
+import shutil
 
 import pytest
 
+from agentab.errors import ScenarioError
+from agentab.scenario import load_scenario
 from agentab.trajectory import CLASSES, behaviour_measures
 from agentab.trajectory import tests_pattern as pattern_of  # not collected as a test
 from agentab.trajectory.behaviour import call_class
-from tests.unit.test_trajectory import DEMO_STREAMS, demo_run, measured
+from tests.unit.test_trajectory import DEMO_SCENARIO, DEMO_STREAMS, demo_run, measured
 
 BOTH = pattern_of([])
 
@@ -29,8 +33,6 @@ def said(*calls, usage=None) -> dict:
 
 
 def classes(*calls, pattern: str = BOTH) -> list[str]:
-    import re
-
     runs_tests = re.compile(f"(?:{pattern})")
     return [call_class(call, runs_tests)[0] for call in said(*calls)["tool_calls"]]
 
@@ -182,3 +184,41 @@ def test_the_measures_are_built_in_metrics_of_a_run_with_a_transcript(tmp_path):
     without = json.loads(measured(tmp_path / "b", "codex", False).measures.read_text())["builtin"]
     assert not {f"calls_{kind}" for kind in CLASSES} & set(without)
     assert "tests_ran" not in without and "tool_calls" in without  # the others as they were
+
+
+def demo_with(tmp_path, line: str):
+    """A copy of the demo scenario with one more line in its [validation] table."""
+    folder = tmp_path / "demo"
+    shutil.copytree(DEMO_SCENARIO.parent, folder)
+    path = folder / "scenario.toml"
+    path.write_text(path.read_text().replace("[validation]\n", f"[validation]\n{line}\n", 1))
+    return path
+
+
+def test_the_scenario_says_which_command_runs_the_tests(tmp_path):
+    assert load_scenario(DEMO_SCENARIO, check_etalon=False).test_command == pattern_of(["unittest"])
+    scenario = demo_with(tmp_path, r"test_command = '(make test|tox)\b'")
+    assert load_scenario(scenario, check_etalon=False).test_command == r"(make test|tox)\b"
+    builtin = json.loads(measured(tmp_path / "run", "pi", scenario=scenario).measures.read_text())
+    # the demo's `python3 -m unittest` is no longer how this scenario runs its tests
+    assert (builtin["builtin"]["calls_tests"], builtin["builtin"]["calls_shell"]) == (0, 1)
+    assert builtin["builtin"]["tests_ran"] is False
+
+
+def test_a_test_command_that_is_no_pattern_is_refused_at_load(tmp_path):
+    scenario = demo_with(tmp_path, "test_command = '(pytest'")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(scenario, check_etalon=False)
+    said = caught.value.render()
+    assert "validation.test_command" in said and "not a regular expression" in said
+    assert "single quotes" in said  # the fix
+
+
+def test_the_documented_test_command_reads_as_the_page_says():
+    page = (DEMO_SCENARIO.parents[2] / "docs" / "validators.md").read_text()
+    pattern = re.search(r"(?m)^test_command = '([^']+)'", page).group(1)
+    commands = ["make test", "cd app && python3 -m pytest -q | tail", "tox -e py311", "make"]
+    found = classes(
+        *[("bash", "run", {"command": command}) for command in commands], pattern=pattern
+    )
+    assert found == ["tests", "tests", "tests", "shell"]

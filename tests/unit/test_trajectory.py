@@ -196,7 +196,9 @@ def test_the_validators_copy_is_blind(tmp_path):
     assert len(parsed.steps) == len(run_trajectory(lines, record)["steps"])
 
 
-def measured(tmp_path: Path, harness: str, transcript: bool = True) -> RunFolder:
+def measured(
+    tmp_path: Path, harness: str, transcript: bool = True, scenario: Path = DEMO_SCENARIO
+) -> RunFolder:
     """A demo run of `harness` measured by the measure step itself (`python -m
     agentab.steps.measure`), in a results folder of the demo scenario."""
     folder = RunFolder(tmp_path / "results" / "demo" / "runs" / "rule-off" / "r03")
@@ -206,7 +208,7 @@ def measured(tmp_path: Path, harness: str, transcript: bool = True) -> RunFolder
         folder.transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
     folder.record.write_text(json.dumps(record))
     args = SimpleNamespace(
-        scenario=DEMO_SCENARIO, cell="rule-off", rep=3, record=folder.record, output=[],
+        scenario=scenario, cell="rule-off", rep=3, record=folder.record, output=[],
         answers=[], out=folder.measures,
     )  # fmt: skip
     assert measure.act(args) == 0

@@ -28,6 +28,7 @@ from agentab.scenario.rules import (
     check_no_op_settings,
     check_offline_policies,
     check_protected_paths,
+    check_test_command,
     check_values,
     pick_reference,
     variants_as_lists,
@@ -115,6 +116,7 @@ def _load(path: Path, check_etalon: bool, check_bricks: bool, check_schema: bool
     check_values(data, sink)
     check_stopping(data, sink)
     check_protected_paths(data, sink)
+    check_test_command(data, sink)
     check_matrix(data, sink)
     check_validators(data, sc_dir, sink, check_bricks)
 

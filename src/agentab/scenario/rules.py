@@ -28,6 +28,7 @@ from agentab.scenario.durations import DURATION_FIX, duration_problem
 from agentab.scenario.source import Collector, quote_key, suggest
 from agentab.scenario.texts import check_brick_text, check_prompt_text, read_text
 from agentab.scenario.types import AgentConfig, Brick, Cell
+from agentab.trajectory import pattern_problem
 
 AGENT_SCALARS = ("thinking", "model", "provider", "harness", "version")
 # Past this many jobs, Snakemake's scheduling and DAG building take minutes (docs/performance.md).
@@ -453,6 +454,18 @@ def check_protected_paths(data: dict, sink: Collector) -> None:
                 'write paths relative to the repository\'s root, e.g. protect = ["tests/**", '
                 '"**/conftest.py", "pytest.ini"]',
             )
+
+
+def check_test_command(data: dict, sink: Collector) -> None:
+    """`[validation] test_command` is a regular expression (the behaviour measures use it)."""
+    message = pattern_problem(data["validation"].get("test_command") or "")
+    if message:
+        sink.add(
+            "validation.test_command",
+            f"`validation.test_command` {message}",
+            r"write the start of the command, in single quotes (TOML keeps a backslash in them), "
+            r"e.g. test_command = '(make test|tox)\b'",
+        )
 
 
 def check_scale(scenario) -> list[str]:

@@ -10,6 +10,7 @@ from agentab.confinement.limits import Limits
 from agentab.errors import ScenarioError, problem
 from agentab.etalon.protect import effective_protect
 from agentab.scenario.providers import DeclaredProvider
+from agentab.trajectory import tests_pattern
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,14 @@ class Scenario:
         """The etalon's paths that belong to the measurement: `[validation] protect` (or a
         Python project's test folders when it has none) and what a test runner reads."""
         return effective_protect((self.raw.get("validation") or {}).get("protect"))
+
+    @property
+    def test_command(self) -> str:
+        """What starts a command that runs the tests, for the behaviour measures: `[validation]
+        test_command`, else the runner of the scenario's `tests` validators."""
+        given = (self.raw.get("validation") or {}).get("test_command")
+        runners = [v.options.get("runner") for v in self.validators.values() if v.mode == "tests"]
+        return given or tests_pattern(runners)
 
     @property
     def limits(self) -> Limits | None:

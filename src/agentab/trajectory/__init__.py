@@ -12,13 +12,19 @@ from agentab.trajectory.atif import (
     write_blind_trajectory,
     write_trajectory,
 )
-from agentab.trajectory.behaviour import CLASSES, behaviour_measures, tests_pattern
+from agentab.trajectory.behaviour import (
+    CLASSES,
+    behaviour_measures,
+    pattern_problem,
+    tests_pattern,
+)
 from agentab.trajectory.transcript import read_transcript
 
 __all__ = [
     "CLASSES",
     "SCHEMA_VERSION",
     "behaviour_measures",
+    "pattern_problem",
     "read_transcript",
     "run_trajectory",
     "tests_pattern",

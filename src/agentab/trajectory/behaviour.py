@@ -74,9 +74,19 @@ PATH_KEYS = ("path", "file_path", "absolute_path", "filePath", "file", "notebook
 
 def tests_pattern(runners: list[str]) -> str:
     """The pattern of a test command, from the runners of the scenario's `tests` validators
-    (every runner agentab knows when it has none)."""
+    (every runner agentab knows when it has none), when the scenario does not set its own
+    (`[validation] test_command`)."""
     known = [RUNNER_COMMANDS[name] for name in runners if name in RUNNER_COMMANDS]
     return "|".join(dict.fromkeys(known or RUNNER_COMMANDS.values()))
+
+
+def pattern_problem(pattern: str) -> str:
+    """Why a scenario's `test_command` is no pattern ("" when it is one)."""
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        return f"is not a regular expression ({error})"
+    return ""
 
 
 def behaviour_measures(lines: list[dict], record: dict, pattern: str) -> dict:
