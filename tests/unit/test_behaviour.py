@@ -33,7 +33,7 @@ def said(*calls, usage=None) -> dict:
 
 
 def classes(*calls, pattern: str = BOTH) -> list[str]:
-    runs_tests = re.compile(f"(?:{pattern})")
+    runs_tests = re.compile(pattern)
     return [call_class(call, runs_tests)[0] for call in said(*calls)["tool_calls"]]
 
 
@@ -212,6 +212,15 @@ def test_a_test_command_that_is_no_pattern_is_refused_at_load(tmp_path):
     said = caught.value.render()
     assert "validation.test_command" in said and "not a regular expression" in said
     assert "single quotes" in said  # the fix
+
+
+def test_a_test_command_with_its_own_flags_is_taken_as_written(tmp_path):
+    scenario = load_scenario(
+        demo_with(tmp_path, "test_command = '(?i)MAKE TEST'"), check_etalon=False
+    )
+    assert classes(("bash", "run", {"command": "make test"}), pattern=scenario.test_command) == [
+        "tests"
+    ]
 
 
 def test_the_documented_test_command_reads_as_the_page_says():

@@ -92,7 +92,7 @@ def pattern_problem(pattern: str) -> str:
 def behaviour_measures(lines: list[dict], record: dict, pattern: str) -> dict:
     """The behaviour measures of one run from its transcript's `lines` and run.json `record`;
     `pattern`: what starts a test command (`tests_pattern`)."""
-    runs_tests = re.compile(rf"(?:{pattern})")
+    runs_tests = re.compile(pattern)
     calls = dict.fromkeys(CLASSES, 0)
     read, edited, seen = set(), set(), set()
     repeated, turns, first_edit = 0, 0, None
