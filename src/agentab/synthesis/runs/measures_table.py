@@ -27,21 +27,27 @@ def csv_line(fields) -> str:
 
 def json_text(value) -> str:
     """A value as JSON text, so that `true`, `6` and `"6"` stay distinct in measures.csv."""
-    return json.dumps(value, sort_keys=True)
+    return _JSON_TEXT(value)
+
+
+# json.dumps(value, sort_keys=True), its encoder made once rather than once a value.
+_JSON_TEXT = json.JSONEncoder(sort_keys=True).encode
 
 
 def measures_lines(runs: list[RunRecord], contract: list[str]) -> list[str]:
     """measures.csv, a line per run and metric: every contract metric (empty when absent), then
     the extras."""
     lines = [csv_line(MEASURES_COLUMNS)]
+    names = [(metric, csv_field(metric)) for metric in contract]
     for run in runs:
-        head = [run.cell, str(run.rep), run.run, run.status]
-        for metric in contract:
-            value = json_text(run.metrics[metric]) if metric in run.metrics else ""
+        head = ",".join(map(csv_field, (run.cell, str(run.rep), run.run, run.status)))
+        for metric, name in names:
+            value = csv_field(json_text(run.metrics[metric])) if metric in run.metrics else ""
             pending = "true" if metric in run.pending else "false"
-            lines.append(csv_line([*head, metric, "contract", value, pending]))
+            lines.append(f"{head},{name},contract,{value},{pending}\n")
         for metric in sorted(run.extra):
-            lines.append(csv_line([*head, metric, "extra", json_text(run.extra[metric]), "false"]))
+            value = csv_field(json_text(run.extra[metric]))
+            lines.append(f"{head},{csv_field(metric)},extra,{value},false\n")
     return lines
 
 
