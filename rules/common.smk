@@ -9,7 +9,8 @@ from snakemake.utils import validate
 from agentab.errors import AgentabError
 from agentab.workflow.holding import hold_results_folders
 from agentab.workflow.invocation import record_invocation
-from agentab.workflow.repair import repair_on_start
+from agentab.workflow.output import shape_output
+from agentab.workflow.repair import dry_run_asked, repair_on_start
 from agentab.workflow.step_server import start_step_server, stop_step_server
 from agentab.workflow.stopping import pass_stop_signals_to_steps
 from agentab.workflow.targets import (
@@ -98,6 +99,11 @@ VALIDATOR_OUTPUTS = {
 def validator_outputs(wildcards):
     return [path.format(**wildcards) for path in VALIDATOR_OUTPUTS[wildcards.scenario]]
 
+
+# The terminal shows agentab's lines and an expected fault's one line; Snakemake's log on disk
+# keeps its full listing (agentab.workflow.output).
+if workflow.is_main_process:
+    shape_output(dry_run_asked(sys.argv))
 
 # A per-run file that is missing, unreadable or malformed is removed with what depends on it,
 # and the synthesis made due, so that this invocation redoes exactly that. A dry run only tells.

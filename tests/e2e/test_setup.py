@@ -129,12 +129,23 @@ def test_a_failed_setup_is_a_fault_with_its_log_kept(tmp_path, pi_installation):
     assert not (run / "run.json").exists()
 
 
-def test_a_failed_setup_says_why_with_the_quiet_profile(tmp_path, pi_installation):
+def test_a_failed_setup_says_why_in_one_line_a_run_and_the_full_listing_stays_on_disk(
+    tmp_path, pi_installation
+):
     project = make_project(tmp_path / "project", pi_installation.root.parents[1], repetitions=1)
     with_setup(project, ["echo zq-broken-setup; echo", "exit 3"], [])
-    result = snakemake(project, "--profile", "profiles/quiet", "--retries", "0")
+    result = snakemake(project, "--retries", "0", listing=False)  # as a person runs it
     output = result.stdout + result.stderr
     assert result.returncode != 0
+    # agentab's lines, not Snakemake's block per job nor a crash's look for an expected fault.
+    for noise in ("CalledProcessError", "localrule", "Error in rule", "Select jobs", "Look above"):
+        assert noise not in output, output[-3000:]
+    assert len(output.splitlines()) < 25, output
+    # Snakemake's full listing is on disk, where its last lines say.
+    (log,) = (project / ".snakemake" / "log").glob("*.snakemake.log")
+    assert f"Complete log(s): {log}" in output
+    full = log.read_text()
+    assert full.count("localrule run_agent:") == 4 and full.count("CalledProcessError") == 4
     # One line per failed job (the demo's 4 cells), before the line that says what to do.
     lines = output.splitlines()
     said = [i for i, line in enumerate(lines) if line.startswith("agentab: results/demo/runs/")]

@@ -58,9 +58,16 @@ def make_project(
     return root
 
 
-def snakemake(project: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+# Snakemake's full listing on the terminal (the default profile shows agentab's lines only):
+# the tests read its job counts. A test of what a person sees passes `listing=False`.
+LISTING = ("--quiet", "host")
+
+
+def snakemake(
+    project: Path, *args: str, timeout: float = 600, listing: bool = True
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(SNAKEMAKE), "--cores", "2", *args],
+        [str(SNAKEMAKE), "--cores", "2", *(LISTING if listing else ()), *args],
         cwd=project,
         capture_output=True,
         text=True,
@@ -84,7 +91,7 @@ def start_snakemake(project: Path, *args: str, output: Path) -> subprocess.Popen
     """
     with open(output, "w") as log:
         return subprocess.Popen(
-            [str(SNAKEMAKE), "--cores", "2", *args],
+            [str(SNAKEMAKE), "--cores", "2", *LISTING, *args],
             cwd=project,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -2,9 +2,11 @@
 
 Snakemake reports a failed shell job as `RuleException: CalledProcessError … returned non-zero
 exit status 3`: its command, not its reason. The reason is in the job's own log (every step's
-command sends its output there: `> {log} 2>&1`), which `show-failed-logs` prints whole with the
-default profile and `profiles/quiet` leaves out. So the last lines name each failed job's log
-and the message its step ended on (a fault's reason, a person's fix), whatever the profile.
+command sends its output there: `> {log} 2>&1`), which `show-failed-logs` prints whole with
+Snakemake's full listing (`--quiet host`) and the default profile's quiet terminal leaves out.
+So the last lines name each failed job's log and the message its step ended on (a fault's
+reason, a person's fix), whatever the terminal shows; Snakemake's log on disk, read here, is
+always its full listing (agentab.workflow.output).
 
 The logs are agentab's own steps' output, never a file an agent or validator wrote; they are
 read as text and shown cut short.

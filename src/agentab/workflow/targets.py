@@ -337,16 +337,23 @@ def check_policy_edits(scenarios, mirrors: Path) -> None:
 
 
 def measured_summary(workflow: Workflow) -> str:
-    """One line per scenario: runs measured of runs planned, by status, and where to read."""
+    """One line per scenario: runs measured of runs planned, by status, why runs are invalid,
+    and where to read."""
     lines = []
     for name in workflow.scenarios:
         statuses: dict[str, int] = {}
+        reasons: dict[str, int] = {}
         for path in workflow.all_measures(name):
             try:
-                status = json.loads(Path(path).read_text(encoding="utf-8")).get("status", "?")
-            except (OSError, ValueError):
+                data = json.loads(Path(path).read_text(encoding="utf-8"))
+                status = str(data.get("status", "?"))
+            except (OSError, ValueError, AttributeError):
                 continue
             statuses[status] = statuses.get(status, 0) + 1
+            if status == "invalid":
+                problems = data.get("problems") or ["no reason recorded"]
+                reason = problems[0] if isinstance(problems, list) else problems
+                reasons[str(reason)] = reasons.get(str(reason), 0) + 1
         not_started = statuses.pop(NOT_STARTED, 0)
         done = sum(statuses.values())
         counts = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none yet"
@@ -356,9 +363,27 @@ def measured_summary(workflow: Workflow) -> str:
         lines.append(
             f"agentab: {name}: {done}{of} runs measured ({counts})"
             + budget_summary(workflow, name, not_started)
+            + invalid_summary(reasons)
             + (f"; read {synthesis}" if synthesis.exists() else "")
         )
     return "\n".join(lines)
+
+
+SHOWN_REASON_CHARS = 240
+
+
+def invalid_summary(reasons: dict[str, int]) -> str:
+    """`; invalid: <the most frequent reason> (N runs)`, and how many other reasons; "" when
+    no run is invalid. A run's reason names the validator and what it did wrong."""
+    if not reasons:
+        return ""
+    reason, runs = max(reasons.items(), key=lambda item: (item[1], item[0]))
+    reason = " ".join(reason.split())
+    if len(reason) > SHOWN_REASON_CHARS:
+        reason = reason[: SHOWN_REASON_CHARS - 1] + "…"
+    others = len(reasons) - 1
+    more = f", and {others} other reason{'s' * (others != 1)}" if others else ""
+    return f"; invalid: {reason} ({runs} run{'s' * (runs != 1)}{more})"
 
 
 def _limits_param(scenario) -> dict | None:
