@@ -1,4 +1,4 @@
-"""`LocalModel`: the small model's server started as a process of its own, waited for until it
+"""`LocalModel`: the model's server started as a process of its own, waited for until it
 lists its model, and ended with the `with` block.
 
 A process of its own: llama.cpp's threads and memory stay out of the workflow's, and ending it
@@ -36,7 +36,8 @@ def free_port() -> int:
 @dataclass
 class LocalModel:
     """The server of `model` (a GGUF file) on 127.0.0.1:`port` (0: a free one), answering to
-    `alias`, on `threads` cores with a context of `context` tokens. Its log goes to `log`."""
+    `alias`, on `threads` cores, `slots` requests at once with a context of `context` tokens
+    each. Its log goes to `log`."""
 
     model: Path
     log: Path
@@ -44,6 +45,8 @@ class LocalModel:
     alias: str = ALIAS
     threads: int = 2
     context: int = 8192
+    template: Path | None = None  # a chat template file instead of the GGUF file's own
+    slots: int = 2  # requests served at once, each with `context` tokens of its own
     started_in_s: float | None = None
     _process: subprocess.Popen | None = None
 
@@ -54,7 +57,8 @@ class LocalModel:
     def __enter__(self) -> LocalModel:
         self.port = self.port or free_port()
         argv = [sys.executable, "-m", "agentab.local_model.serve", str(self.model)]
-        argv += [str(self.port), self.alias, str(self.threads), str(self.context)]
+        argv += [str(self.port), self.alias, str(self.threads), str(self.context), str(self.slots)]
+        argv += [str(self.template)] if self.template else []
         self.log.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         with self.log.open("ab") as log:
