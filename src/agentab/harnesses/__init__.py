@@ -17,7 +17,7 @@ from agentab.harnesses.base import Harness, HarnessFault
 __all__ = ["Harness", "HarnessFault", "get_harness", "harness_names"]
 
 # Modules of this package that are machinery, not adapters.
-NOT_ADAPTERS = frozenset({"base", "npm"})
+NOT_ADAPTERS = frozenset({"base", "npm", "shared"})
 
 
 def module_name(harness: str) -> str:

@@ -41,6 +41,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from agentab.errors import AgentabError
 
 
@@ -161,6 +163,22 @@ def stream_events(path: Path):
             yield event
 
 
+def stream_facts_events(path: Path, errors: list[str]):
+    """The JSON objects of a harness's raw stream with their line numbers, for its facts: a line
+    that is not one is noted in `errors` (a stream agentab cannot read whole is not clean)."""
+    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            event = None
+        if isinstance(event, dict):
+            yield number, event
+        else:
+            errors.append(f"stream line {number} is not JSON")
+
+
 # What `sent_thinking` answers when any reasoning setting is right (see the module's docstring).
 ANY_REASONING = "any reasoning setting"
 
@@ -203,11 +221,15 @@ class Outcome:
         return {"status": self.status, "reason": self.reason}
 
 
-# Provider errors that say nothing about the run: the same request may succeed later. A run
-# ending on one is a fault (redone); any other provider error is the run's outcome.
+# The provider-error policy every adapter applies. An error that says nothing about the run (the
+# same request may succeed later: network, 5xx, 429, overloaded) is a fault, redone; any other is
+# the run's outcome, measured.
 TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})
 NETWORK_WORDS = ("connection", "econnrefused", "econnreset", "etimedout", "fetch failed",
-                 "socket", "network", "timed out", "enotfound", "eai_again")  # fmt: skip
+                 "socket", "network", "timed out", "enotfound", "eai_again",
+                 # what agent CLIs print for a provider's trouble (Codex for an HTTP 500)
+                 "currently experiencing high demand", "stream disconnected", "idle timeout",
+                 "error sending request")  # fmt: skip
 
 
 def is_transient(status: int | None, message: str) -> bool:
@@ -217,11 +239,15 @@ def is_transient(status: int | None, message: str) -> bool:
     return any(word in text for word in NETWORK_WORDS)
 
 
-def provider_error(status: int | None, message: str) -> Outcome:
-    """The outcome of a run that ended on a provider error, or a HarnessFault when the error
-    was transient (network, 5xx, 429, overloaded): retrying may succeed, so it is redone."""
-    if is_transient(status, message):
-        raise HarnessFault(f"transient provider error, the run will be redone: {message[:500]}")
+def provider_error(status: int | None, message: str, transient: bool = False) -> Outcome:
+    """The outcome of a run that ended on a provider error (`status`, when the harness says it),
+    or a HarnessFault when the error was transient, or when the adapter knows it was
+    (`transient`: the harness retried it, or agentab's own setup failed): it is redone."""
+    if transient or is_transient(status, message):
+        http = f" (HTTP {status})" if status is not None else ""
+        raise HarnessFault(
+            f"transient provider or network error{http}, the run will be redone: {message[:500]}"
+        )
     lowered = message.lower()
     if "context" in lowered and any(
         w in lowered for w in ("length", "window", "too long", "exceed")
@@ -252,18 +278,34 @@ CONTEXT_FILE_USE = (
     "a context file is in the prompt from the first turn: no call of the agent's shows that "
     "it followed it, so nothing beyond its delivery is observable"
 )
-FRONT_MATTER_NAME = re.compile(r"\A---[ \t]*\r?\n(?:.*?\n)??name:[ \t]*(.+?)[ \t]*\r?\n", re.S)
+FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
+
+
+def front_matter(text: str) -> tuple[dict, str] | None:
+    """The YAML front matter of a Markdown definition (an agent, a SKILL.md) and the body below
+    it; None when the text opens with none."""
+    found = FRONT_MATTER.match(text.removeprefix("\ufeff"))
+    if not found:
+        return None
+    try:
+        fields = yaml.safe_load(found.group(1))
+    except yaml.YAMLError:
+        # `description: Use it when: …` is not YAML, yet the harnesses read it as one line
+        # each: so does agentab, rather than refuse a definition they take.
+        lines = (line.partition(":") for line in found.group(1).splitlines())
+        fields = {key.strip(): value.strip().strip("\"'") for key, sep, value in lines if sep}
+    return (fields if isinstance(fields, dict) else {}), found.group(2)
 
 
 def front_matter_name(path: Path) -> str:
     """The `name` of a Markdown definition's front matter (an agent, a SKILL.md), else ""."""
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return ""
-    head = text.split("\n---", 1)[0] if text.startswith("---") else ""
-    found = FRONT_MATTER_NAME.match(head + "\n")
-    return found.group(1).strip().strip("\"'") if found else ""
+    fields, _ = front_matter(text) or ({}, "")
+    name = fields.get("name")
+    return name.strip() if isinstance(name, str) else ""
 
 
 class Harness(ABC):

@@ -40,11 +40,13 @@ from agentab.harnesses.base import (
     StreamFacts,
     provider_error,
     stream_events,
+    stream_facts_events,
     transcript_call,
     transcript_message,
     transcript_result,
 )
 from agentab.harnesses.npm import NpmHarness, base_path
+from agentab.harnesses.shared import brick_text, constructed_env
 
 # The offline model costs nothing, and pi is told so (its stream then reports 0, not a guess).
 OFFLINE_COST = {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0}
@@ -105,20 +107,17 @@ class PiHarness(NpmHarness):
 
     def prepare(self, spec: RunSpec, installation) -> Invocation:
         agent_dir, home, tmp = (spec.scratch / name for name in ("agent", "home", "tmp"))
-        env = {
-            "PATH": base_path(),
-            "HOME": str(home),
-            "TMPDIR": str(tmp),
-            "PI_CODING_AGENT_DIR": str(agent_dir),
-            "PI_OFFLINE": "1",
-            "PI_SKIP_VERSION_CHECK": "1",
-            "PI_TELEMETRY": "0",
-            "LC_ALL": "C.UTF-8",
-            # Tests the agent runs must not leave bytecode that result.patch would count as work.
-            "PYTHONDONTWRITEBYTECODE": "1",
+        env = constructed_env(
+            base_path(),
+            home,
+            tmp,
+            PI_CODING_AGENT_DIR=str(agent_dir),
+            PI_OFFLINE="1",
+            PI_SKIP_VERSION_CHECK="1",
+            PI_TELEMETRY="0",
             # The machine's trust store, for providers reached through a site's own CA.
-            "NODE_USE_SYSTEM_CA": "1",
-        }
+            NODE_USE_SYSTEM_CA="1",
+        )
         files = {
             agent_dir / "settings.json": json.dumps({"defaultProjectTrust": "never"}, indent=2),
             home / ".keep": "",
@@ -210,7 +209,7 @@ def brick_arguments(brick, agent_dir: Path, files: dict) -> tuple[list[str], str
         return ["--skill", path], f"--skill {path}"
     if brick.kind == "agents":
         target = agent_dir / "agents" / Path(brick.path).name
-        files[target] = Path(brick.path).read_text()
+        files[target] = brick_text(brick)
         return [], f"copied to <agent dir>/agents/{target.name}"
     raise AgentabError(
         problem(
@@ -322,15 +321,7 @@ def read_pi_stream(path: Path) -> StreamFacts:
     facts = StreamFacts()
     cost = 0.0
     costed = False
-    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
-        line = line.rstrip(b"\r")
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            facts.errors.append(f"stream line {number} is not JSON")
-            continue
+    for _, event in stream_facts_events(path, facts.errors):
         kind = event.get("type")
         if kind == "tool_execution_start":
             name = event.get("toolName", "?")

@@ -43,9 +43,12 @@ from agentab.harnesses.base import (
     Outcome,
     RunSpec,
     StreamFacts,
+    front_matter,
+    provider_error,
 )
 from agentab.harnesses.claude_code.stream import claude_transcript, read_claude_stream
 from agentab.harnesses.npm import NpmHarness, base_path
+from agentab.harnesses.shared import brick_text, constructed_env, copy_brick
 
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
 THINKING_LEVELS = ("off", *EFFORT_LEVELS)
@@ -134,20 +137,17 @@ class ClaudeCodeHarness(NpmHarness):
         self._task = spec.prompt
         thinking_args, thinking_env = thinking_settings(spec.thinking, spec.model)
         config, home, tmp = (spec.scratch / name for name in ("config", "home", "tmp"))
-        env = {
-            "PATH": base_path(),
-            "HOME": str(home),
-            "TMPDIR": str(tmp),
-            "CLAUDE_CODE_TMPDIR": str(tmp),
-            "CLAUDE_CONFIG_DIR": str(config),
+        env = constructed_env(
+            base_path(),
+            home,
+            tmp,
+            CLAUDE_CODE_TMPDIR=str(tmp),
+            CLAUDE_CONFIG_DIR=str(config),
             # Root refuses bypass mode without it; a sandbox runs as a user who is not root.
             **({} if spec.confined else {"IS_SANDBOX": "1"}),
             **QUIET_ENV,
             **thinking_env,
-            "LC_ALL": "C.UTF-8",
-            # Tests the agent runs must not leave bytecode that result.patch would count as work.
-            "PYTHONDONTWRITEBYTECODE": "1",
-        }
+        )
         secret = {"ANTHROPIC_API_KEY"}
         if spec.provider == "offline":
             if not spec.model_base_url:
@@ -250,20 +250,13 @@ class ClaudeCodeHarness(NpmHarness):
         return Outcome("completed")
 
 
-# Provider statuses the run itself caused: the request was refused as invalid or too long.
-RUN_ERRORS = frozenset({400, 413, 422})
-
-
 def classify_error(facts: StreamFacts) -> Outcome:
-    """A result with `is_error`: the run's own error is an outcome, a provider's trouble a fault."""
+    """A result with `is_error`, by the provider-error policy; an API error without a status is
+    a request that was never answered (after Claude Code's own retries): transient."""
     message = facts.errors[-1] if facts.errors else "error"
-    status = facts.error_status
-    if status in RUN_ERRORS or "prompt is too long" in message.lower():
-        return Outcome("failed", f"agent-error: {message}")
-    if status is not None or getattr(facts, "stop_reason_detail", "") == "api_error":
-        # 429, 5xx, 529 after Claude Code's own retries, an auth error, or no answer at all.
-        raise HarnessFault(f"provider error (HTTP {status}): {message}")
-    return Outcome("failed", f"agent-error: {message}")
+    detail = getattr(facts, "stop_reason_detail", "")  # the stream's own facts carry it
+    unanswered = facts.error_status is None and detail == "api_error"
+    return provider_error(facts.error_status, message, transient=unanswered)
 
 
 # ---------------------------------------------------------------------------- bricks
@@ -280,9 +273,7 @@ def brick_arguments(bricks, scratch: Path, files: dict) -> tuple[list[str], dict
         # Claude Code keeps only the last --append-system-prompt-file it is given (measured:
         # of two, the first never reached the model), so every context file goes in one.
         joined = scratch / "context-files.md"
-        files[joined] = "\n\n".join(
-            Path(brick.path).read_text(encoding="utf-8").strip() for brick in context
-        )
+        files[joined] = "\n\n".join(brick_text(brick).strip() for brick in context)
         argv += ["--append-system-prompt-file", str(joined)]
         for brick in context:
             passed_as[brick.rel] = f"--append-system-prompt-file <scratch>/{joined.name} (joined)"
@@ -295,7 +286,8 @@ def brick_arguments(bricks, scratch: Path, files: dict) -> tuple[list[str], dict
             agents[name] = definition
             passed_as[brick.rel] = f"--agents <scratch>/agents.json (agent {name!r})"
         elif brick.kind == "skills":
-            skill_files(path, plugin / "skills" / skill_folder_name(path), files)
+            target = plugin / "skills" / skill_folder_name(path)
+            copy_brick(brick, path, target / "SKILL.md" if path.is_file() else target, files)
             passed_as[brick.rel] = f"--plugin-dir <scratch>/plugin (skills/{path.name})"
         elif brick.kind == "extensions":
             flag = extension_flag(brick, path)
@@ -359,27 +351,11 @@ def skill_folder_name(path: Path) -> str:
     return path.parent.name if path.is_file() else path.name
 
 
-def skill_files(path: Path, target: Path, files: dict) -> None:
-    """A skill (its folder, or its SKILL.md) copied into our plugin folder."""
-    if path.is_file():
-        files[target / "SKILL.md"] = path.read_text()
-        return
-    for source in sorted(p for p in path.rglob("*") if p.is_file()):
-        files[target / source.relative_to(path)] = source.read_text()
-
-
 def agent_definition(brick, path: Path) -> tuple[str, dict]:
     """An agent's Markdown (front matter name, description, tools, model; body = prompt) as an
     entry of `--agents` JSON."""
-    text = path.read_text()
-    match = re.match(r"^---\s*\n(.*?)\n---\s*\n?(.*)$", text, re.S)
-    fields = {}
-    if match:
-        for line in match.group(1).splitlines():
-            key, sep, value = line.partition(":")
-            if sep:
-                fields[key.strip()] = value.strip().strip("\"'")
-    if not match or not fields.get("description"):
+    fields, body = front_matter(brick_text(brick, path)) or ({}, "")
+    if not isinstance(fields.get("description"), str) or not fields["description"].strip():
         raise AgentabError(
             problem(
                 brick.rel,
@@ -388,12 +364,14 @@ def agent_definition(brick, path: Path) -> tuple[str, dict]:
                 "start the file with ---, description: ..., --- and put the prompt below",
             )
         )
-    definition = {"description": fields["description"], "prompt": match.group(2).strip()}
-    if fields.get("tools"):
-        definition["tools"] = [t.strip() for t in fields["tools"].split(",") if t.strip()]
+    definition = {"description": fields["description"].strip(), "prompt": body.strip()}
+    tools = fields.get("tools")
+    tools = tools.split(",") if isinstance(tools, str) else tools if isinstance(tools, list) else []
+    if any(str(tool).strip() for tool in tools):
+        definition["tools"] = [str(tool).strip() for tool in tools if str(tool).strip()]
     if fields.get("model"):
-        definition["model"] = fields["model"]
-    return fields.get("name") or path.stem, definition
+        definition["model"] = str(fields["model"])
+    return str(fields.get("name") or path.stem), definition
 
 
 def extension_flag(brick, path: Path) -> str:

@@ -8,12 +8,12 @@ the part that only parses what Claude Code printed, and imports nothing of the a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from agentab.harnesses.base import (
     StreamFacts,
     stream_events,
+    stream_facts_events,
     transcript_call,
     transcript_message,
     transcript_result,
@@ -37,14 +37,7 @@ def read_claude_stream(path: Path) -> StreamFacts:
     """
     facts = ClaudeStreamFacts()
     turns: set[str] = set()
-    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            facts.errors.append(f"stream line {number} is not JSON")
-            continue
+    for number, event in stream_facts_events(path, facts.errors):
         kind = event.get("type")
         if kind == "assistant" and not event.get("parent_tool_use_id"):
             message = event.get("message") or {}

@@ -51,11 +51,13 @@ from agentab.harnesses.base import (
     Outcome,
     RunSpec,
     StreamFacts,
-    is_transient,
+    provider_error,
 )
 from agentab.harnesses.codex.stream import codex_transcript, read_codex_stream
 from agentab.harnesses.codex.stream import relative_to as relative_to  # re-exported
 from agentab.harnesses.npm import NpmHarness, base_path, package_dir
+from agentab.harnesses.shared import brick_text, constructed_env, copy_brick
+from agentab.harnesses.shared import toml_value as toml_value  # re-exported
 
 # agentab's thinking levels -> Codex's model_reasoning_effort. "max" has no Responses value.
 REASONING_EFFORT = {
@@ -141,15 +143,7 @@ class CodexHarness(NpmHarness):
     def prepare(self, spec: RunSpec, installation) -> Invocation:
         effort = reasoning_effort(spec.thinking)
         codex_home, home, tmp = (spec.scratch / name for name in ("codex-home", "home", "tmp"))
-        env = {
-            "PATH": base_path(),
-            "HOME": str(home),
-            "TMPDIR": str(tmp),
-            "CODEX_HOME": str(codex_home),
-            "LC_ALL": "C.UTF-8",
-            # Tests the agent runs must not leave bytecode that result.patch would count as work.
-            "PYTHONDONTWRITEBYTECODE": "1",
-        }
+        env = constructed_env(base_path(), home, tmp, CODEX_HOME=str(codex_home))
         files = {codex_home / ".keep": "", home / ".keep": "", tmp / ".keep": ""}
         config = run_config(spec, env, effort)
         key_variable = provider_key_variable(spec.provider) if spec.api_key else None
@@ -198,9 +192,11 @@ class CodexHarness(NpmHarness):
             return Outcome("failed", "timeout")
         if facts.stop_reason == "failed":
             error = facts.errors[-1] if facts.errors else ""
-            if is_fault(facts):
-                raise HarnessFault(f"codex could not do the run: {error}")
-            return Outcome("failed", f"agent-error: {error}")
+            # Codex retries only transient errors, and a missing key variable is our own setup.
+            retried = any(RETRY_NOTICE.match(line) for line in facts.errors)
+            return provider_error(
+                facts.error_status, error, retried or SETUP_ERROR in error.lower()
+            )
         if exit_code != 0:
             raise HarnessFault(f"codex exited with code {exit_code}: {'; '.join(facts.errors)}")
         if facts.stop_reason != "completed":
@@ -314,9 +310,7 @@ def pass_brick(brick, codex_home: Path, files: dict, config: dict, instructions:
         return f"developer_instructions (the text of {path})"
     if brick.kind == "skills":
         folder = path if path.is_dir() else path.parent
-        target = codex_home / "skills" / folder.name
-        for source in sorted(p for p in folder.rglob("*") if p.is_file()):
-            files[target / source.relative_to(folder)] = brick_text(brick, source)
+        copy_brick(brick, folder, codex_home / "skills" / folder.name, files)
         return f"copied to <CODEX_HOME>/skills/{folder.name}"
     role = re.sub(r"[^A-Za-z0-9_-]+", "_", path.stem)  # an agent, as brick_refusal allows
     config[f"agents.{role}"] = toml_value({"config_file": str(path)})
@@ -336,20 +330,6 @@ def skill_copies(bricks, codex_home: Path) -> dict[str, list[Path]]:
     return copies
 
 
-def brick_text(brick, path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise AgentabError(
-            problem(
-                path,
-                brick.kind,
-                "not UTF-8 text: a Codex brick is passed as text (instructions, a skill's files)",
-                "save it as UTF-8, or leave binary files out of the skill folder",
-            )
-        ) from None
-
-
 # Brick kinds (or forms) Codex cannot take by explicit path: (what, fix).
 REFUSED = {
     "extensions": (
@@ -366,64 +346,11 @@ REFUSED = {
 UNKNOWN_KIND = ("Codex CLI cannot take this kind of brick", "use context_files, skills or agents")
 
 
-def toml_value(value) -> str:
-    """A TOML value (a `-c key=value` right-hand side): strings, booleans, lists, inline tables."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return toml_string(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        pairs = ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items())
-        return "{" + pairs + "}"
-    raise TypeError(f"no TOML form for {value!r}")
-
-
-def toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else toml_string(key)
-
-
-def toml_string(text: str) -> str:
-    escapes = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-    out = []
-    for char in text:
-        if char in escapes:
-            out.append(escapes[char])
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
-
-
 # ---------------------------------------------------------------------------- the outcome
 
 # Errors Codex prints while it retries a transient failure (a 5xx, a dropped connection).
 RETRY_NOTICE = re.compile(r"^Reconnecting\.\.\.")
-FAULT_MESSAGES = (
-    "currently experiencing high demand",  # what Codex says for an HTTP 500
-    "connection failed",
-    "stream disconnected",
-    "idle timeout",
-    "error sending request",
-    "missing environment variable",  # our own setup, not the agent's doing
-)
-
-
-def is_fault(facts: StreamFacts) -> bool:
-    """A failed turn the run itself did not cause: a transient provider or network error
-    (Codex retried it, and it retries only those; or its status or message says so), or a
-    setup error of ours (a missing key variable)."""
-    status = facts.error_status
-    if status is not None and is_transient(status, ""):
-        return True
-    if any(RETRY_NOTICE.match(error) for error in facts.errors):
-        return True
-    last = (facts.errors[-1] if facts.errors else "").lower()
-    return any(text in last for text in FAULT_MESSAGES)
+SETUP_ERROR = "missing environment variable"
 
 
 HARNESS = CodexHarness

@@ -15,6 +15,7 @@ from pathlib import Path
 from agentab.harnesses.base import (
     StreamFacts,
     stream_events,
+    stream_facts_events,
     transcript_call,
     transcript_message,
     transcript_result,
@@ -28,14 +29,7 @@ STATUS_IN_MESSAGE = re.compile(r"\b(?:status:?|status code:?)\s*(\d{3})\b", re.I
 def read_codex_stream(path: Path) -> StreamFacts:
     """Facts of a `codex exec --json` stream: items, the turn's usage and how it ended."""
     facts = StreamFacts()
-    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            facts.errors.append(f"stream line {number} is not JSON")
-            continue
+    for _, event in stream_facts_events(path, facts.errors):
         read_event(facts, event)
     facts.turns = sum(1 for line in codex_transcript(path) if line.get("role") == "assistant")
     return facts

@@ -59,10 +59,11 @@ from agentab.harnesses.base import (
     Outcome,
     RunSpec,
     StreamFacts,
-    is_transient,
+    provider_error,
 )
 from agentab.harnesses.gemini.stream import gemini_transcript, read_gemini_stream
 from agentab.harnesses.npm import NpmHarness, base_path
+from agentab.harnesses.shared import brick_text, constructed_env, copy_brick
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 # Gemini 2.5 (and any model that is not Gemini 3, the offline model included): a token budget.
@@ -123,19 +124,16 @@ class GeminiHarness(NpmHarness):
             passed_as[brick.rel] = how
         settings = run_settings(spec.model, thinking, context_names)
         files[gemini_dir / "settings.json"] = json.dumps(settings, indent=2)
-        env = {
-            "PATH": base_path(),
-            "HOME": str(home),
-            "TMPDIR": str(tmp),
-            "GEMINI_CLI_HOME": str(home),
-            "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(spec.scratch / ABSENT / "settings.json"),
-            "GEMINI_CLI_SYSTEM_DEFAULTS_PATH": str(spec.scratch / ABSENT / "defaults.json"),
-            "GEMINI_CLI_NO_RELAUNCH": "true",
-            "LC_ALL": "C.UTF-8",
-            # Tests the agent runs must not leave bytecode that result.patch would count as work.
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "NODE_USE_SYSTEM_CA": "1",
-        }
+        env = constructed_env(
+            base_path(),
+            home,
+            tmp,
+            GEMINI_CLI_HOME=str(home),
+            GEMINI_CLI_SYSTEM_SETTINGS_PATH=str(spec.scratch / ABSENT / "settings.json"),
+            GEMINI_CLI_SYSTEM_DEFAULTS_PATH=str(spec.scratch / ABSENT / "defaults.json"),
+            GEMINI_CLI_NO_RELAUNCH="true",
+            NODE_USE_SYSTEM_CA="1",
+        )
         secret = {"GEMINI_API_KEY"}
         env.update(provider_env(spec))
         argv = [*self.command(installation), f"--prompt={spec.prompt}"]
@@ -340,16 +338,16 @@ def place_brick(brick, number, gemini_dir, files, context_names, extension_names
     source = Path(brick.path)
     if brick.kind == "context_files":
         name = f"{CONTEXT_FILE_PREFIX}{number:02d}-{source.name}"
-        files[gemini_dir / name] = source.read_text()
+        files[gemini_dir / name] = brick_text(brick)
         context_names.append(name)
         return f"global context file ~/.gemini/{name} (context.fileName)"
     if brick.kind == "extensions":
         name = extension_name(brick)
-        copy_folder(source, gemini_dir / "extensions" / name, files)
+        copy_brick(brick, source, gemini_dir / "extensions" / name, files)
         extension_names.append(name)
         return f"copied to ~/.gemini/extensions/{name}, --extensions {name}"
     if brick.kind == "agents":
-        files[gemini_dir / "agents" / source.name] = source.read_text()
+        files[gemini_dir / "agents" / source.name] = brick_text(brick)
         return f"copied to ~/.gemini/agents/{source.name}"
     reason = {"skills": SKILLS_REFUSED}.get(brick.kind, "Gemini CLI has no such kind")
     raise AgentabError(
@@ -383,33 +381,22 @@ def extension_name(brick) -> str:
     return str(name)
 
 
-def copy_folder(source: Path, target: Path, files: dict) -> None:
-    for path in sorted(source.rglob("*")):
-        if path.is_file():
-            files[target / path.relative_to(source)] = path.read_text()
-
-
 # ---------------------------------------------------------------------------- the outcome
 
 API_ERROR = "[API Error"  # how Gemini CLI opens the message of an error the provider answered
-NETWORK_ERRORS = ("fetch failed", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "socket hang up")
 
 
 def classify_error(facts: StreamFacts, exit_code: int | None) -> Outcome:
     """A `result.status: "error"`: a transient provider error or a network error is a fault, a
-    request the provider refused as invalid (4xx) is the run's own outcome. The status is read
-    from the message when it holds the provider's error body (400), else from the exit code
-    (429, 5xx: Gemini CLI exits with the HTTP status modulo 256); it is kept in the facts."""
+    request the provider refused as invalid (4xx) is the run's own outcome (the provider-error
+    policy). The status is read from the message when it holds the provider's error body (400),
+    else from the exit code (429, 5xx: Gemini CLI exits with the HTTP status modulo 256); it is
+    kept in the facts."""
     message = facts.errors[-1] if facts.errors else ""
     if facts.error_status is None and message.startswith(API_ERROR):
         # 429 and 5xx messages carry no code; the exit code is the status modulo 256.
         facts.error_status = status_from_exit_code(exit_code)
-    status = facts.error_status
-    if status is not None and is_transient(status, ""):
-        raise HarnessFault(f"transient provider error (HTTP {status}): {message}")
-    if status is None and any(marker in message for marker in NETWORK_ERRORS):
-        raise HarnessFault(f"network error: {message}")
-    return Outcome("failed", f"agent-error: {message}")
+    return provider_error(facts.error_status, message)
 
 
 def status_from_exit_code(exit_code: int | None) -> int | None:
