@@ -321,3 +321,14 @@ def test_a_provider_without_a_responses_api_is_refused_even_behind_the_recording
     openai = codex.prepare(replace(proxied, provider="openai"), installed)
     provider = config_of(openai.argv)["model_providers.agentab"]
     assert provider["base_url"] == "http://127.0.0.1:2/v1"  # the proxy, the API's path after it
+
+
+def test_one_adapter_serves_two_runs_each_transcript_relative_to_its_own_clone(tmp_path):
+    # The run's state is an argument: preparing another run in between changes nothing.
+    recorded = spec(tmp_path, clone=RECORDED_CLONE)
+    (tmp_path / "other").mkdir()
+    codex.prepare(spec(tmp_path / "other"), installation(tmp_path / "other"))
+    lines = codex.transcript(FIXTURES / "demo-completed.jsonl", recorded)
+    assert lines == codex_transcript(FIXTURES / "demo-completed.jsonl", RECORDED_CLONE)
+    assert str(RECORDED_CLONE) not in json.dumps(lines)
+    assert str(RECORDED_CLONE) in json.dumps(codex.transcript(FIXTURES / "demo-completed.jsonl"))

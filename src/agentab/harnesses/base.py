@@ -10,9 +10,12 @@ An adapter (one file under `harnesses/`) owns everything that differs between ag
 - `prepare(spec, installation)`: the `Invocation` of one run: argv, the constructed environment,
   the files to write into the run's private scratch dir (agent config dir, HOME, TMPDIR) and the
   bricks to place inside the clone, each brick saying how it was passed.
-- `read_stream(path)`: the raw stream the harness printed, reduced to `StreamFacts`.
-- `transcript(path)`: the conversation from the raw stream, in the harness-neutral format of
-  `transcript.jsonl` (below): what validators read, without the harness's configuration records.
+- `read_stream(path, spec)`: the raw stream the harness printed, reduced to `StreamFacts`.
+- `transcript(path, spec)`: the conversation from the raw stream, in the harness-neutral format
+  of `transcript.jsonl` (below): what validators read, without the harness's configuration
+  records. `spec` is the run as the harness saw it (its clone where a sandbox showed it): the
+  run's state is an argument, never left on the adapter, so one adapter serves many runs.
+  Without it (a stream read on its own) what only the run knows is left out.
 - `sent_thinking(level, model, provider)`: the reasoning setting a model request carries when
   this harness is told `level` (the adapter's documented mapping), as the wire modules of the
   offline model read it (`Conversation.thinking`): what a receipt compares the request log with.
@@ -336,10 +339,10 @@ class Harness(ABC):
     def prepare(self, spec: RunSpec, installation: Installation) -> Invocation: ...
 
     @abstractmethod
-    def read_stream(self, path: Path) -> StreamFacts: ...
+    def read_stream(self, path: Path, spec: RunSpec | None = None) -> StreamFacts: ...
 
     @abstractmethod
-    def transcript(self, path: Path) -> list[dict]: ...
+    def transcript(self, path: Path, spec: RunSpec | None = None) -> list[dict]: ...
 
     @abstractmethod
     def sent_thinking(self, level: str, model: str, provider: str = "offline") -> str | None: ...
@@ -367,7 +370,3 @@ class Harness(ABC):
         """The name the harness knows an agent definition by: its front matter's, else the
         file's stem."""
         return front_matter_name(path) or Path(path).stem
-
-    def confined_at(self, clone: Path) -> None:  # noqa: B027 - a hook most adapters leave
-        """The prepared run's clone is seen by the harness at `clone` (its sandbox's path), not
-        at `RunSpec.clone`: an adapter that reads paths out of its stream takes note."""

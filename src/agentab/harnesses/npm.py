@@ -126,8 +126,10 @@ class NpmHarness(Harness):
         return Path(harnesses_dir).absolute() / self.name / version
 
     def command(self, installation: Installation) -> list[str]:
-        """The argv prefix that starts the harness."""
-        return [str(node()), str(installation.entry)]
+        """The argv prefix that starts the harness. `--disable-sigusr1`: a SIGUSR1 from the
+        agent's bash (same user) would otherwise open Node's inspector on 127.0.0.1:9229, from
+        which anything connected runs code inside the harness (measured; docs/confinement.md)."""
+        return [str(node()), "--disable-sigusr1", str(installation.entry)]
 
     def version_argv(self, installation: Installation) -> list[str]:
         return [*self.command(installation), "--version"]

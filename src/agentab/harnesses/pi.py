@@ -153,10 +153,10 @@ class PiHarness(NpmHarness):
             secret_env=frozenset(secret),
         )
 
-    def read_stream(self, path: Path) -> StreamFacts:
+    def read_stream(self, path: Path, spec: RunSpec | None = None) -> StreamFacts:
         return read_pi_stream(Path(path))
 
-    def transcript(self, path: Path) -> list[dict]:
+    def transcript(self, path: Path, spec: RunSpec | None = None) -> list[dict]:
         return pi_transcript(Path(path))
 
     def sent_thinking(self, level: str, model: str, provider: str = "offline") -> str | None:

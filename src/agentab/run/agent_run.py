@@ -173,9 +173,10 @@ def _run_prepared(
         shutil.rmtree(spec.scratch)  # a retry never inherits a used config dir or HOME
     invocation = harness.prepare(spec, installation)
     seen_at = bricks_seen_at(spec.bricks, invocation, sandbox.view if sandbox else None)
+    seen = spec  # the run as the harness saw it: in a sandbox, its clone is the view's cwd
     if sandbox is not None:
         invocation = seen_from_inside(invocation, sandbox.view)
-        harness.confined_at(Path(sandbox.view.cwd))
+        seen = replace(spec, clone=Path(sandbox.view.cwd))
     if path:
         first = path_entries(path, sandbox.view.cwd if sandbox else str(spec.clone))
         invocation.env["PATH"] = ":".join([*first, invocation.env.get("PATH", "")])
@@ -204,9 +205,9 @@ def _run_prepared(
         )
     except CannotStart as error:
         raise HarnessFault(str(error)) from None
-    facts = harness.read_stream(files.stream)
+    facts = harness.read_stream(files.stream, seen)
     refuse_a_rejected_key(facts, spec.provider)
-    transcript_cut = write_jsonl(harness.transcript(files.stream), files.transcript, disk)
+    transcript_cut = write_jsonl(harness.transcript(files.stream, seen), files.transcript, disk)
     over = process.cut(caps)[0] or transcript_cut or over_bound_in(files.model_requests)
     reached = (
         prepared.limits.reached()
@@ -293,9 +294,11 @@ def perform_run(scenario, cell, rep: int, *, files: RunFiles, **how) -> dict:
     except Exception as crash:
         if isinstance(crash, OSError) and storage_error(crash) is not None:
             raise  # a full or read-only disk: the step says so, no fault of the run's
+        # The message may quote the run's bytes (a name that is not UTF-8): escaped, as text.
+        said = str(crash)[:300].encode("utf-8", "backslashreplace").decode("utf-8")
         fault = HarnessFault(
-            f"agentab could not do the run: {type(crash).__name__}: {str(crash)[:300]} (a bug "
-            "of agentab's: report it with this run's folder)"
+            f"agentab could not do the run: {type(crash).__name__}: {said} (a bug of "
+            "agentab's: report it with this run's folder)"
         )
         if not low_on_space(files.folder):
             record_fault(files.faults, fault)

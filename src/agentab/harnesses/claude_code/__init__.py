@@ -134,7 +134,6 @@ class ClaudeCodeHarness(NpmHarness):
     # ------------------------------------------------------------------------ one run
 
     def prepare(self, spec: RunSpec, installation: Installation) -> Invocation:
-        self._task = spec.prompt
         thinking_args, thinking_env = thinking_settings(spec.thinking, spec.model)
         config, home, tmp = (spec.scratch / name for name in ("config", "home", "tmp"))
         env = constructed_env(
@@ -218,12 +217,12 @@ class ClaudeCodeHarness(NpmHarness):
         thinking_settings(thinking, model)
         brick_arguments(bricks, Path("scratch"), {})
 
-    def read_stream(self, path: Path) -> StreamFacts:
+    def read_stream(self, path: Path, spec: RunSpec | None = None) -> StreamFacts:
         return read_claude_stream(Path(path))
 
-    def transcript(self, path: Path) -> list[dict]:
-        # The task as this adapter passed it (`prepare`), the stream not repeating it.
-        return claude_transcript(Path(path), getattr(self, "_task", ""))
+    def transcript(self, path: Path, spec: RunSpec | None = None) -> list[dict]:
+        # The task as `prepare` passed it on the command line: the stream does not repeat it.
+        return claude_transcript(Path(path), spec.prompt if spec else "")
 
     def sent_thinking(self, level: str, model: str, provider: str = "offline") -> str | None:
         """What `anthropic_thinking` reads from a request for `level`: the effort for the

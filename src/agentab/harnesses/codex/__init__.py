@@ -127,9 +127,6 @@ class CodexHarness(NpmHarness):
         "measured, so a role's use is not read",
     }
 
-    def __init__(self) -> None:
-        self.clone: Path | None = None  # the last prepared run's cwd, made relative in transcripts
-
     def command(self, installation: Installation) -> list[str]:
         return [str(native_binary(installation.root))]
 
@@ -162,7 +159,6 @@ class CodexHarness(NpmHarness):
         for key, value in config.items():
             argv += ["-c", f"{key}={value}"]
         argv += ["--model", spec.model, "--", spec.prompt]
-        self.clone = Path(spec.clone)
         return Invocation(
             argv=argv,
             env=env,
@@ -173,14 +169,12 @@ class CodexHarness(NpmHarness):
             brick_copies=skill_copies(spec.bricks, codex_home),
         )
 
-    def read_stream(self, path: Path) -> StreamFacts:
+    def read_stream(self, path: Path, spec: RunSpec | None = None) -> StreamFacts:
         return read_codex_stream(Path(path))
 
-    def confined_at(self, clone: Path) -> None:
-        self.clone = clone  # the stream names the clone where the sandbox shows it
-
-    def transcript(self, path: Path) -> list[dict]:
-        return codex_transcript(Path(path), self.clone)
+    def transcript(self, path: Path, spec: RunSpec | None = None) -> list[dict]:
+        # Paths in the stream are the clone's where the harness saw it: made relative to it.
+        return codex_transcript(Path(path), Path(spec.clone) if spec else None)
 
     def sent_thinking(self, level: str, model: str, provider: str = "offline") -> str | None:
         # The wire module reads reasoning.effort; "none" (what "off" sends) asks for no reasoning.

@@ -171,10 +171,10 @@ class GeminiHarness(NpmHarness):
         servers = servers if isinstance(servers, dict) else {}
         return DeclaredTools(prefixes=frozenset(f"mcp_{server}_" for server in servers))
 
-    def read_stream(self, path: Path) -> StreamFacts:
+    def read_stream(self, path: Path, spec: RunSpec | None = None) -> StreamFacts:
         return read_gemini_stream(Path(path))
 
-    def transcript(self, path: Path) -> list[dict]:
+    def transcript(self, path: Path, spec: RunSpec | None = None) -> list[dict]:
         return gemini_transcript(Path(path))
 
     def sent_thinking(self, level: str, model: str, provider: str = "offline") -> str | None:
