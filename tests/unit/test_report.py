@@ -247,3 +247,14 @@ def test_code_spans_escape_what_they_do_not_mark() -> None:
 
     assert str(code_spans("`a<b>` and <i>")) == "<code>a&lt;b&gt;</code> and &lt;i&gt;"
     assert str(code_spans("one ` alone <x>")) == "one ` alone &lt;x&gt;"
+
+
+def test_a_page_whose_run_text_holds_a_lone_surrogate_is_written_escaped(tmp_path):
+    import jinja2
+
+    from agentab.report.builder import Pages
+
+    pages = Pages(tmp_path)
+    pages.environment = jinja2.Environment(loader=jinja2.DictLoader({"t": "{{ said }}"}))
+    pages.write("run.html", "t", said="the agent wrote bad\udcff.py")
+    assert (tmp_path / "run.html").read_text(encoding="utf-8") == "the agent wrote bad\\udcff.py"

@@ -107,7 +107,9 @@ class Pages:
         path = self.folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
         text = self.environment.get_template(template).render(**context)
-        path.write_text(text, encoding="utf-8")
+        # A run's text may hold a lone surrogate (a JSON escape of a byte that is not UTF-8):
+        # written as its escape, never a crash of the whole report.
+        path.write_text(text, encoding="utf-8", errors="backslashreplace")
 
 
 def code_spans(text: str) -> markupsafe.Markup:
