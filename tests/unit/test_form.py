@@ -298,3 +298,12 @@ def test_a_name_with_a_newline_or_bytes_not_utf8_is_one_quoted_line_of_material(
         '"bad\\377.py"',
         "calc.py",
     ]
+
+
+def test_a_final_message_holding_a_lone_surrogate_is_material_escaped(results, scenario):
+    run = f"{scenario.cells[0].slug}/r01"
+    record = {"facts": {"final_message": "made bad\udcff.py"}, "outcome": {"status": "completed"}}
+    write_json(record, results / "runs" / run / "run.json")
+    _write_material(results, scenario, "review", {"abcd1234": run}, ["final_message"])
+    material = ResultsFolder(results).form_material("review") / "abcd1234.final_message.md"
+    assert material.read_text(encoding="utf-8") == "made bad\\udcff.py\n"

@@ -260,7 +260,9 @@ def _write_material(
                 names = context.get(shown) or []
                 target.write_text("".join(f"{shown_path(f)}\n" for f in names), "utf-8")
             else:
-                target.write_text(str(context.get(shown) or "(empty)") + "\n", "utf-8")
+                # A final message may hold a lone surrogate (a JSON escape the stream carried).
+                text = str(context.get(shown) or "(empty)") + "\n"
+                target.write_text(text, "utf-8", errors="backslashreplace")
 
 
 def _blank_text(scenario: Any, validator_name: str, spec: Any, ids: list[str]) -> str:
