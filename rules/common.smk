@@ -8,6 +8,7 @@ from snakemake.utils import validate
 
 from agentab.errors import AgentabError
 from agentab.workflow.holding import hold_results_folders
+from agentab.workflow.capacity import cap_resources
 from agentab.workflow.invocation import record_invocation
 from agentab.workflow.output import shape_output
 from agentab.workflow.repair import dry_run_asked, repair_on_start
@@ -99,6 +100,21 @@ VALIDATOR_OUTPUTS = {
 def validator_outputs(wildcards):
     return [path.format(**wildcards) for path in VALIDATOR_OUTPUTS[wildcards.scenario]]
 
+
+# A model server's declared concurrency caps the agent runs against it at once: a resource per
+# server, which each of its runs holds one of (agentab.workflow.capacity).
+
+
+def provider_slot(resource):
+    return lambda wildcards: WORKFLOW.provider_slot(
+        wildcards.scenario, wildcards.cell, resource
+    )
+
+
+PROVIDER_SLOTS = {name: provider_slot(name) for name in WORKFLOW.provider_resources()}
+if workflow.is_main_process:
+    for line in cap_resources(workflow, WORKFLOW.server_caps):
+        print(line, file=sys.stderr)
 
 # The terminal shows agentab's lines and an expected fault's one line; Snakemake's log on disk
 # keeps its full listing (agentab.workflow.output).

@@ -23,6 +23,7 @@ rule run_agent:
     conda:
         "../envs/agentab.yaml"
     resources:
+        **PROVIDER_SLOTS,
         agent_slots=1,
         runtime=lambda w: WORKFLOW.timeout_minutes(w.scenario, w.cell),
     params:

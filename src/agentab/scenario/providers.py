@@ -42,6 +42,11 @@ class DeclaredProvider:
     # It asks for a key (vLLM's --api-key): the credentials file's [<name>] api_key, put on
     # each request by the recording proxy as for any provider. Most local servers take none.
     key: bool = False
+    # How many requests the server serves at once (llama-server's --parallel, vLLM's
+    # --max-num-seqs): the workflow runs at most this many agents against it at a time, so no
+    # run's requests wait in its queue behind another run's. None: as many as the workflow
+    # runs. Not part of `as_dict`: it changes when runs happen, never what a run is.
+    concurrency: int | None = None
 
     @property
     def price(self) -> Price:
@@ -100,6 +105,7 @@ def read_providers(data: dict, sink) -> dict[str, DeclaredProvider]:
             price_input=float(price.get("input", 0.0)),
             price_output=float(price.get("output", 0.0)),
             key=raw.get("key", False),
+            concurrency=raw.get("concurrency"),
         )
     return declared
 

@@ -30,6 +30,7 @@ from agentab.run.policy_check import policy_edit_problems
 from agentab.run.recording_proxy import endpoint_for
 from agentab.scenario import Scenario, load_scenario
 from agentab.validators import CONFIG_KEYS, MODE_MODULES, RUNS_RUN_CODE, validator_timeout_s
+from agentab.workflow.capacity import ServerCap, cell_slots, server_caps
 
 # The package files that decide the synthesis: editing one reruns only the synthesis.
 # Besides every module of agentab/synthesis/: it was a list of some of them, and modules added
@@ -195,6 +196,23 @@ class Workflow:
             for name, sc in self.scenarios.items()
             for c in sc.run_cells
         }
+
+    @cached_property
+    def server_caps(self) -> dict[str, ServerCap]:
+        """The model servers whose declaration caps the agents run against them at once."""
+        return server_caps(self.scenarios.values())
+
+    def provider_resources(self) -> list[str]:
+        """The resource of each capped server (`provider_<name>`): the agent-run rule's."""
+        return sorted({cap.resource for cap in self.server_caps.values()})
+
+    def provider_slot(self, scenario: str, cell: str, resource: str) -> int:
+        """1 when the cell's agent runs against the server of `resource`, else 0."""
+        return int(self._cell_slots.get((scenario, cell)) == resource)
+
+    @cached_property
+    def _cell_slots(self) -> dict[tuple[str, str], str]:
+        return cell_slots(self.scenarios.values(), self.server_caps)
 
     def timeout_minutes(self, scenario: str, cell: str) -> int:
         """An agent-run job's time limit on a cluster: the scenario's timeout, with room."""
