@@ -96,6 +96,9 @@ def test_a_person_sees_cells_verdicts_and_a_runs_conversation_and_diff(finished)
     # The answer first: the rule's established effect on running the tests, above the tables.
     answer = overview.text.split("Answer", 1)[1].split("Matrix", 1)[0]
     assert "the rate of ran_tests is higher" in answer, answer
+    # Why: the behaviour measured from the trajectories, beside the outcome.
+    behaviour = overview.text.split("Behaviour: why the cells differ", 1)[1]
+    assert "the rate of tests_ran is higher than in nothing · off" in behaviour, behaviour[:2000]
     assert run["run"] in cell.text and "valid" in cell.text
     assert run_url.endswith(f"report/runs/{run['run']}.html")
     assert final_message and final_message in run_page.text

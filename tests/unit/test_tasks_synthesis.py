@@ -494,7 +494,7 @@ def test_a_task_a_hundred_times_the_others_weighs_as_much_as_each_of_them(tmp_pa
 
 
 def test_an_aa_gap_that_does_not_survive_holm_over_the_aa_gaps_is_no_warning():
-    from agentab.synthesis.calibration import aa_warnings, calibration_summary
+    from agentab.synthesis.families import aa_warnings, calibration_summary
     from agentab.synthesis.verdicts import Gap, SynthesisResult
 
     def aa_gap(metric, p, p_holm, established=True):

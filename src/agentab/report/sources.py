@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentab import workers
+from agentab.synthesis.families import behaviour_work
 from agentab.synthesis.prose import report_context
 from agentab.synthesis.runs.results import (
     MEASURES_FILE,
@@ -98,4 +100,6 @@ def synthesis_context(
         waves=plan,
         looks=read_looks(results_dir),
     )
+    behaviour, result.behaviour_values = behaviour_work(runs, scenario)
+    (result.behaviour,) = workers.run_all([behaviour])
     return report_context(result, scenario) | {"runs_given": given}

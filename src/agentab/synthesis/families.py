@@ -1,4 +1,10 @@
-"""The A/A calibration: what the gaps between the reference and its identical copy say.
+"""The families of gaps beside the cells' outcomes: the A/A copy's, and the behaviour measures'.
+
+Each is judged by the same rule as the outcomes, and each forms a Holm family of its own: its
+gaps are not findings about what the treatment achieves, and would dilute (or be diluted by) the
+outcomes' family.
+
+## The A/A calibration: what the gaps between the reference and its identical copy say.
 
 `[protocol] aa = true` measures `<reference> (A/A)`, the reference's treatment under another
 name and other seeds. Its gaps against the reference are computed like any other, but they are
@@ -9,11 +15,45 @@ is a warning at the top of the synthesis: the measurement moves between two iden
 every established gap of the same metric deserves suspicion. Without Holm, a report with four
 metrics would warn in about one null experiment out of five; with it, in at most one out of
 twenty (benchmarks/sim_tasks.py).
+
+## The behaviour measures: why two cells differ
+
+Every run with a transcript has built-in behaviour measures (`agentab.trajectory.behaviour`:
+calls by class, files read and edited, repeated calls, turns before the first edit, tokens per
+turn, whether the tests ran). They are judged for every scenario without being declared, over
+every run that has them (valid, invalid or failed alike: how an agent behaved does not depend on
+a validator scoring it), and written to cells.csv and gaps.csv like any metric. A metric the
+scenario names in `[validation].metrics` is an outcome there and is not repeated here.
 """
 
 from __future__ import annotations
 
-from agentab.synthesis.verdicts import Gap, SynthesisResult
+import dataclasses
+from collections import Counter, defaultdict
+
+from agentab import workers
+from agentab.metrics import DIAGNOSTIC, metric_type
+from agentab.stats.strata import ALL
+from agentab.synthesis.verdicts import (
+    Gap,
+    ScoredValues,
+    SynthesisResult,
+    compute_cell_values,
+    gap_work,
+)
+from agentab.trajectory.behaviour import CLASSES
+
+BEHAVIOUR_METRICS = (
+    "tests_ran",
+    *(f"calls_{kind}" for kind in CLASSES),
+    "files_read",
+    "files_edited",
+    "repeated_calls",
+    "tool_errors",
+    "turns_before_edit",
+    "tokens_per_turn",
+)
+MEASURED = ("valid", "invalid", "failed")
 
 
 def aa_warnings(result: SynthesisResult, describe) -> list[str]:
@@ -54,3 +94,74 @@ def calibration_summary(gaps: list[Gap]) -> str:
         f"after Holm's adjustment over the {len(gaps)} A/A gaps: two identical cells were told "
         "apart; see the warning above."
     )
+
+
+def behaviour_values(runs, scenario) -> tuple[ScoredValues, list[str]]:
+    """Each cell's values of each behaviour measure, over every measured run that has it, and
+    the measures found (those the scenario does not already score)."""
+    wanted = [name for name in BEHAVIOUR_METRICS if name not in scenario.metrics]
+    values: dict = defaultdict(list)
+    by_task: dict = defaultdict(list)
+    for run in runs:
+        if run.status not in MEASURED or not run.builtin:
+            continue
+        for metric in wanted:
+            value = run.builtin.get(metric)
+            if isinstance(value, bool | int | float):
+                values[run.cell, metric].append(value)
+                by_task[run.cell, metric, run.task].append(value)
+    found = [metric for metric in wanted if any(key[1] == metric for key in values)]
+    return ScoredValues(dict(values), Counter(), dict(by_task)), found
+
+
+def behaviour_work(runs, scenario) -> tuple[workers.Work, list]:
+    """The behaviour measures' gaps as work for the workers (a family of their own: Holm over
+    these gaps alone), and each cell's values of them."""
+    scored, found = behaviour_values(runs, scenario)
+    types = {
+        metric: metric_type([v for cell in scenario.cells for v in scored.get(cell.name, metric)])
+        for metric in found
+    }
+    types = {metric: kind for metric, kind in types.items() if kind.kind != DIAGNOSTIC}
+    if not types:
+        return workers.Work([], [], lambda done: []), []
+    measured = dataclasses.replace(scenario, metrics=list(types))
+    cell_values = compute_cell_values(scored, measured, types)
+    return gap_work(scored, measured, types, cell_values), cell_values
+
+
+def behaviour_context(result: SynthesisResult, scenario, describe) -> dict:
+    """What synthesis.md and the report say of the behaviour measures: each established
+    behaviour gap in words (`describe` writes a gap, given the values), beside the outcomes'; and
+    per cell, where its calls went (the median calls of each class, and their shares)."""
+    values = {
+        (row.cell, row.metric): row
+        for row in result.cell_values + result.behaviour_values
+        if row.task == ALL
+    }
+    pooled = [gap for gap in result.behaviour if gap.pooled]
+    calls = []
+    for cell in scenario.cells:
+        medians = {
+            kind: values[cell.name, f"calls_{kind}"].aggregate.value
+            for kind in CLASSES
+            if (cell.name, f"calls_{kind}") in values
+        }
+        total = sum(value or 0 for value in medians.values())
+        if not medians:
+            continue
+        calls.append(
+            {
+                "cell": cell.name,
+                "medians": {kind: medians.get(kind) for kind in CLASSES},
+                "shares": {
+                    kind: (medians.get(kind) or 0) / total if total else 0.0 for kind in CLASSES
+                },
+            }
+        )
+    return {
+        "gaps": len(pooled),
+        "established": [describe(gap, values) for gap in pooled if gap.verdict.is_established],
+        "calls": calls,
+        "classes": CLASSES,
+    }

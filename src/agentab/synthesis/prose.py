@@ -12,8 +12,8 @@ from collections import Counter, defaultdict
 from agentab import stats
 from agentab.metrics import DIAGNOSTIC, RATE, Aggregate
 from agentab.stats.strata import ALL, LINEAR, LOG
-from agentab.synthesis.calibration import aa_warnings, calibration_summary
 from agentab.synthesis.environment import environment_warnings
+from agentab.synthesis.families import aa_warnings, behaviour_context, calibration_summary
 from agentab.synthesis.figures.sequence_figure import sequence_svg
 from agentab.synthesis.questions import out_of_reach, questions_context
 from agentab.synthesis.runs.brick_use import brick_use_rows, brick_use_warnings
@@ -409,6 +409,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
         "task_gaps": [gap_row(gap, every_value) for gap in result.task_gaps],
         "calibration": [gap_row(gap, every_value, most_waves) for gap in result.calibration],
         "calibration_summary": calibration_summary(result.calibration),
+        "behaviour": behaviour_context(result, scenario, describe_gap_plainly),
         "pass_k": [pass_k_row(gap) for gap in result.pass_k],
         "metrics": [
             {

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from agentab import workers
 from agentab.layout import SYNTHESIS_FILES, ResultsFolder
+from agentab.synthesis.families import behaviour_work
 from agentab.synthesis.figures.figure import render_figure
 from agentab.synthesis.figures.frontier_figure import render_frontier
 from agentab.synthesis.frontier import frontier, frontier_work
@@ -72,12 +73,14 @@ def synthesize(results_dir: Path) -> SynthesisResult:
         # (a sequential scenario's looks keep its design: its bets are sized for it).
         looks=record_look(results_dir, runs_per_cell(runs, scenario), design_of(scenario)),
     )
+    behaviour, result.behaviour_values = behaviour_work(runs, scenario)
     # Everything resampled, on the processor's cores.
-    result.gaps, result.pass_k, result.memo["frontier"] = workers.run_all(
+    result.gaps, result.pass_k, result.memo["frontier"], result.behaviour = workers.run_all(
         [
             gap_work(scored, scenario, types, cell_values),
             pass_k_work(scored, scenario, types),
             frontier_work(result, scenario, scored),
+            behaviour,
         ]
     )
     if plan is not None:

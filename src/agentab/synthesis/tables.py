@@ -129,7 +129,8 @@ def gaps_rows(gaps: list[Gap]) -> list[list]:
 def write_run_tables(result: SynthesisResult, scenario, measures: bool = True) -> None:
     """cells.csv and measures.csv (`measures`: unless it is written elsewhere): they do not
     depend on any verdict."""
-    write_csv(result.outputs["cells.csv"], CELLS_COLUMNS, cells_rows(result.cell_values))
+    rows = cells_rows(result.cell_values + result.behaviour_values)
+    write_csv(result.outputs["cells.csv"], CELLS_COLUMNS, rows)
     if measures:
         write_measures_table(result.outputs["measures.csv"], result.runs, scenario.metrics)
 
@@ -137,7 +138,11 @@ def write_run_tables(result: SynthesisResult, scenario, measures: bool = True) -
 def write_gaps_table(result: SynthesisResult) -> None:
     """gaps.csv: one row per gap, with its verdict."""
     # Each rate's pass^k gaps after every other (a metric named `<rate> pass^<k>`).
-    write_csv(result.outputs["gaps.csv"], GAPS_COLUMNS, gaps_rows(result.gaps + result.pass_k))
+    write_csv(
+        result.outputs["gaps.csv"],
+        GAPS_COLUMNS,
+        gaps_rows(result.gaps + result.pass_k + result.behaviour),
+    )
 
 
 def agentab_version() -> str:

@@ -126,6 +126,9 @@ class SynthesisResult:
     waves: object | None = None  # sequential stopping: the replayed waves (`waves.WavePlan`)
     looks: list = field(default_factory=list)  # fixed stopping: the looks recorded (`looks`)
     pass_k: list[Gap] = field(default_factory=list)  # each rate's pass^k gaps (`pass_k`)
+    # The behaviour measures' values and gaps: a family of their own (`families`).
+    behaviour_values: list[CellValue] = field(default_factory=list)
+    behaviour: list[Gap] = field(default_factory=list)
     # What several outputs read and is computed once (the frontier: its figure and the prose).
     memo: dict = field(default_factory=dict, repr=False, compare=False)
 
