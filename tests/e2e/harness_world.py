@@ -193,14 +193,18 @@ class Unconfined:
 
 
 def run_unconfined(
-    world: dict, policy: str, start: Callable[[str], tuple[list[str], dict]], timeout=180
+    world: dict,
+    policy: str,
+    start: Callable[[str], tuple[list[str], dict]],
+    harness: str,
+    timeout=180,
 ) -> Unconfined:
     """The real harness as a user starts it without agentab: in the etalon checkout, with the
     trapped caller's HOME and variables and the harness's own discovery on, pointed at the
-    offline model serving `policy`. `start(base_url)` gives its argv and the variables (or
-    writes the config) a user would set for a model of their own."""
+    offline model serving `policy` to `harness`. `start(base_url)` gives its argv and the
+    variables (or writes the config) a user would set for a model of their own."""
     log = world["tmp"] / "unconfined" / "model-requests.jsonl"
-    with serve(policy, 0, log) as base_url:
+    with serve(policy, 0, log, harness=harness) as base_url:
         argv, endpoint = start(base_url)
         env = {"PATH": base_path(), "HOME": str(world["home"]), **world["env"], **endpoint}
         done = subprocess.run(

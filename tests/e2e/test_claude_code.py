@@ -191,7 +191,7 @@ def unconfined(tmp_path_factory, claude_installation):
         endpoint = {"ANTHROPIC_BASE_URL": base_url, "IS_SANDBOX": "1", **NETWORK_OFF}
         return argv, endpoint
 
-    return run_unconfined(world, "probe", start)
+    return run_unconfined(world, "probe", start, "claude-code")
 
 
 def system_text(body: dict) -> str:

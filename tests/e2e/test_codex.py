@@ -161,7 +161,7 @@ def unconfined(tmp_path_factory, codex_installation):
         argv += ["--sandbox", "workspace-write", "--model", "probe", "--", "Fix mean in calc.py."]
         return argv, {}
 
-    return run_unconfined(world, "probe", start)
+    return run_unconfined(world, "probe", start, "codex")
 
 
 @pytest.mark.parametrize("trap", TRAPS)

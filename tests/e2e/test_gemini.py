@@ -198,7 +198,7 @@ def unconfined(tmp_path_factory, gemini_installation):
         argv += ["--output-format", "stream-json", "--approval-mode", "yolo"]
         return argv, {"GOOGLE_GEMINI_BASE_URL": base_url, "GEMINI_CLI_TRUST_WORKSPACE": "true"}
 
-    return run_unconfined(world, "probe", start)
+    return run_unconfined(world, "probe", start, "gemini")
 
 
 @pytest.mark.parametrize("trap", TRAPS)

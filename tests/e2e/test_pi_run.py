@@ -138,7 +138,7 @@ def unconfined(tmp_path_factory, pi_installation):
         argv += ["--provider", "offline", "--model", "probe", "--", "Fix mean in calc.py."]
         return argv, {}
 
-    return run_unconfined(world, "probe", start)
+    return run_unconfined(world, "probe", start, "pi")
 
 
 @pytest.mark.parametrize("trap", TRAPS)

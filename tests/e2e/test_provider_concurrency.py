@@ -39,7 +39,7 @@ class Counted(RequestHandler):
 
 
 def counting_server(log: Path) -> OfflineModelServer:
-    server = OfflineModelServer(load_policy("demo"), 1, log)
+    server = OfflineModelServer(load_policy("demo"), 1, log, harness="pi")
     server.RequestHandlerClass = Counted
     server.count_lock = threading.Lock()
     server.held = server.most_held = 0

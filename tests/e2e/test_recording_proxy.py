@@ -33,7 +33,7 @@ class StandIn:
 
     def __init__(self, log: Path, policy: str = "demo"):
         self.keys: list[str] = []
-        self.server = OfflineModelServer(load_policy(policy), 7, log)
+        self.server = OfflineModelServer(load_policy(policy), 7, log, harness="pi")
         keys = self.keys
 
         class KeyKeepingHandler(RequestHandler):

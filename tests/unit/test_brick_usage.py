@@ -343,7 +343,9 @@ def test_load_skill_is_each_harness_own_way_as_its_listing_gives_it():
         ),
     }
     calls = {
-        harness: tool_call("load_skill", {"skill": "zq-skill"}, Conversation(system, "", tools))
+        harness: tool_call(
+            "load_skill", {"skill": "zq-skill"}, Conversation(system, "", tools, harness=harness)
+        )
         for harness, (tools, system) in listings.items()
     }
     assert calls == {
@@ -351,10 +353,9 @@ def test_load_skill_is_each_harness_own_way_as_its_listing_gives_it():
         "claude-code": ("Skill", {"skill": "agentab-bricks:zqskill"}),
         "codex": ("exec_command", {"cmd": "cat /agent/codex-home/skills/zqskill/SKILL.md"}),
     }
-    for tools, system in listings.values():  # a cell without the skill skips the step
-        assert (
-            tool_call("load_skill", {"skill": "dataviz2"}, Conversation(system, "", tools)) is None
-        )
+    for harness, (tools, system) in listings.items():  # a cell without the skill skips it
+        conversation = Conversation(system, "", tools, harness=harness)
+        assert tool_call("load_skill", {"skill": "dataviz2"}, conversation) is None
 
 
 @pytest.mark.parametrize(

@@ -265,7 +265,9 @@ TOOLS = {name: {} for name in ("Read", "Edit", "Write", "Bash", "Agent")}
 
 def test_actions_become_claude_code_tools_with_absolute_paths():
     conversation = Conversation(system="x\n - Primary working directory: /w/clone\n", prompt="")
-    conversation = Conversation(**{**conversation.__dict__, "tools": TOOLS})
+    conversation = Conversation(
+        **{**conversation.__dict__, "tools": TOOLS, "harness": "claude-code"}
+    )
     assert tool_call("read", {"path": "calc.py"}, conversation) == (
         "Read",
         {"file_path": "/w/clone/calc.py"},
@@ -284,7 +286,7 @@ def test_the_demo_policy_drives_claude_code_unchanged():
         ],
         "tools": [{"name": name, "input_schema": {}} for name in TOOLS],
     }
-    conversation = anthropic_messages.conversation(body)
+    conversation = replace(anthropic_messages.conversation(body), harness="claude-code")
     assert "Primary working directory" in conversation.system
     assert "Primary working directory" not in conversation.prompt
     plan = load_policy("demo").plan(conversation, seed=1)

@@ -93,7 +93,7 @@ def sse_tool_calls(raw: bytes) -> list[dict]:
 
 def test_streamed_openai_tool_calls_follow_the_offered_schemas(tmp_path):
     log = tmp_path / "requests.jsonl"
-    with serve("demo", 7, log) as base_url:
+    with serve("demo", 7, log, harness="pi") as base_url:
         for turn in range(3):
             status, raw = openai_request(base_url, chat_body(RULE, turn))
             assert status == 200
@@ -118,7 +118,7 @@ def run_tests_rate(system: str, seeds: range) -> float:
     policy = load_policy("demo")
     runs = 0
     for seed in seeds:
-        conversation = Conversation(system=system, prompt="Fix it.", tools=PI_TOOLS)
+        conversation = Conversation(system=system, prompt="Fix it.", tools=PI_TOOLS, harness="pi")
         steps = policy.plan(conversation, seed)
         runs += any(c.name == "bash" for reply in steps for c in reply.tool_calls)
     return runs / len(seeds)
@@ -135,7 +135,7 @@ def test_demo_fixes_the_divisor_with_probability_about_ninety_percent():
     policy = load_policy("demo")
     fixes = 0
     for seed in range(400):
-        steps = policy.plan(Conversation(system="", prompt="", tools=PI_TOOLS), seed)
+        steps = policy.plan(Conversation(system="", prompt="", tools=PI_TOOLS, harness="pi"), seed)
         edit = next(c for r in steps for c in r.tool_calls if c.name == "edit")
         fixes += edit.input["edits"][0]["newText"] == "len(values)"
     assert 0.85 <= fixes / 400 <= 0.95
@@ -143,7 +143,7 @@ def test_demo_fixes_the_divisor_with_probability_about_ninety_percent():
 
 def test_same_seed_same_answers_other_seed_may_differ():
     policy = load_policy("demo")
-    conversation = Conversation(system=RULE, prompt="Fix it.", tools=PI_TOOLS)
+    conversation = Conversation(system=RULE, prompt="Fix it.", tools=PI_TOOLS, harness="pi")
     plans = {seed: policy.plan(conversation, seed) for seed in range(50)}
     assert all(policy.plan(conversation, seed) == plan for seed, plan in plans.items())
     assert len({len(plan) for plan in plans.values()}) > 1
@@ -151,7 +151,9 @@ def test_same_seed_same_answers_other_seed_may_differ():
 
 def test_a_step_whose_tool_is_not_offered_is_skipped():
     policy = load_policy("demo")
-    conversation = Conversation(system="", prompt="", tools={"read": PI_TOOLS["read"]})
+    conversation = Conversation(
+        system="", prompt="", tools={"read": PI_TOOLS["read"]}, harness="pi"
+    )
     assert [c.name for r in policy.plan(conversation, 1) for c in r.tool_calls] == ["read"]
 
 
@@ -196,7 +198,7 @@ def test_judge_booleans_follow_the_policy_chance():
 
 
 def test_anthropic_streaming_is_served(tmp_path):
-    with serve("demo", 3, tmp_path / "log.jsonl") as base_url:
+    with serve("demo", 3, tmp_path / "log.jsonl", harness="pi") as base_url:
         client = anthropic.Anthropic(base_url=base_url, api_key="offline", max_retries=0)
         tools = [{"name": n, "input_schema": s} for n, s in PI_TOOLS.items()]
         with client.messages.stream(
@@ -275,3 +277,17 @@ def test_command_line_server_writes_its_port_and_serves(tmp_path):
         process.terminate()
         assert process.wait(timeout=10) == 0
     assert len((tmp_path / "log.jsonl").read_text().splitlines()) == 1
+
+
+def test_the_toolset_is_the_named_harness_whatever_tools_the_request_offers():
+    from agentab.offline_model.toolsets import tool_call
+
+    # A request offering pi's tools and Claude Code's: the harness's name decides, not the tools.
+    tools = {**PI_TOOLS, "Read": {}, "Bash": {}}
+    run = {"command": "ls"}
+    assert tool_call("run", run, Conversation("", "", tools, harness="pi")) == ("bash", run)
+    claude = Conversation("", "", tools, harness="claude-code")
+    assert tool_call("run", run, claude)[0] == "Bash"
+    # A harness whose tools the request does not offer, or none named (a judge's server): no call.
+    assert tool_call("run", run, Conversation("", "", tools, harness="gemini")) is None
+    assert tool_call("run", run, Conversation("", "", tools)) is None

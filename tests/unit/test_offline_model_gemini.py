@@ -7,6 +7,7 @@ The tool schemas and the request shape are those Gemini CLI 0.61.0 sent to the o
 import json
 import urllib.error
 import urllib.request
+from dataclasses import replace
 
 import jsonschema
 import pytest
@@ -106,7 +107,7 @@ def test_gemini_paths_are_recognised_with_the_model_and_streaming_in_the_path():
 
 def test_streamed_function_calls_follow_the_offered_schemas(tmp_path):
     log = tmp_path / "requests.jsonl"
-    with serve("demo", 7, log) as base_url:
+    with serve("demo", 7, log, harness="gemini") as base_url:
         for turn in range(3):
             status, raw = post(base_url, STREAM_PATH, gemini_body(RULE, turn))
             assert status == 200
@@ -153,7 +154,7 @@ def test_thinking_config_reads_as_documented(thinking, read):
 
 def test_a_thought_part_is_sent_only_when_thinking_is_asked_for(tmp_path):
     final = 9  # past every step of the demo: its final answer
-    with serve("demo", 1, tmp_path / "log.jsonl") as base_url:
+    with serve("demo", 1, tmp_path / "log.jsonl", harness="gemini") as base_url:
         _, plain = post(base_url, STREAM_PATH, gemini_body("sys", final))
         _, thinking = post(
             base_url, STREAM_PATH, gemini_body("sys", final, thinking={"thinkingBudget": 512})
@@ -170,7 +171,7 @@ def test_demo_runs_the_tests_far_more_often_when_the_rule_is_in_the_system_instr
         runs = 0
         for seed in range(400):
             conversation = gemini.conversation(gemini_body(system), STREAM_PATH)
-            plan = policy.plan(conversation, seed)
+            plan = policy.plan(replace(conversation, harness="gemini"), seed)
             runs += any(c.name == "run_shell_command" for r in plan for c in r.tool_calls)
         return runs / 400
 

@@ -107,7 +107,7 @@ def done_items(events: list[dict]) -> list[dict]:
 
 def test_a_streamed_reply_opens_with_created_and_ends_with_completed_and_its_usage(tmp_path):
     log = tmp_path / "requests.jsonl"
-    with serve("demo", 7, log) as base_url:
+    with serve("demo", 7, log, harness="codex") as base_url:
         status, raw = post(base_url, responses_body())
     assert status == 200
     events = sse_events(raw)
@@ -142,7 +142,7 @@ def test_a_reply_is_one_assistant_turn_however_many_items_it_has():
 
 
 def test_an_edit_is_a_codex_patch_of_the_whole_line_as_the_agent_read_it(tmp_path):
-    with serve("demo", 7, tmp_path / "log.jsonl") as base_url:
+    with serve("demo", 7, tmp_path / "log.jsonl", harness="codex") as base_url:
         body = responses_body(earlier=[earlier_reply("c1", "cat calc.py", CALC)])
         status, raw = post(base_url, body)
     assert status == 200
@@ -157,7 +157,9 @@ def test_an_edit_is_a_codex_patch_of_the_whole_line_as_the_agent_read_it(tmp_pat
 
 
 def test_an_edit_of_text_the_agent_never_saw_patches_it_as_a_line():
-    conversation = Conversation(system="", prompt="", tools={"exec_command": EXEC_COMMAND})
+    conversation = Conversation(
+        system="", prompt="", tools={"exec_command": EXEC_COMMAND}, harness="codex"
+    )
     from agentab.offline_model.toolsets import tool_call
 
     args = {"path": "a.py", "old": "x = 1", "new": "x = 2"}
@@ -167,7 +169,9 @@ def test_an_edit_of_text_the_agent_never_saw_patches_it_as_a_line():
 
 
 def test_a_write_is_an_add_file_patch():
-    conversation = Conversation(system="", prompt="", tools={"exec_command": EXEC_COMMAND})
+    conversation = Conversation(
+        system="", prompt="", tools={"exec_command": EXEC_COMMAND}, harness="codex"
+    )
     from agentab.offline_model.toolsets import tool_call
 
     _, arguments = tool_call("write", {"path": "N.md", "content": "a\nb\n"}, conversation)
@@ -180,7 +184,7 @@ def test_an_offered_custom_apply_patch_tool_gets_a_custom_tool_call_with_the_pat
     patch_tool = {"type": "custom", "name": "apply_patch", "format": {"type": "grammar"}}
     tools = [*CODEX_TOOLS, patch_tool]
     earlier = [earlier_reply("c1", "cat calc.py", CALC)]
-    with serve("demo", 7, tmp_path / "log.jsonl") as base_url:
+    with serve("demo", 7, tmp_path / "log.jsonl", harness="codex") as base_url:
         status, raw = post(base_url, responses_body(earlier=earlier, tools=tools))
     assert status == 200
     (call,) = [i for i in done_items(sse_events(raw)) if i["type"] == "custom_tool_call"]
@@ -191,7 +195,9 @@ def test_an_offered_custom_apply_patch_tool_gets_a_custom_tool_call_with_the_pat
 def test_a_function_apply_patch_tool_gets_the_patch_as_its_input():
     schema = {"type": "object", "properties": {"input": {"type": "string"}}}
     tools = {"exec_command": EXEC_COMMAND, "apply_patch": schema}
-    conversation = Conversation(system="", prompt="", tools=tools, tool_outputs=(CALC,))
+    conversation = Conversation(
+        system="", prompt="", tools=tools, tool_outputs=(CALC,), harness="codex"
+    )
     steps = load_policy("demo").plan(conversation, 7)
     (edit,) = [c for r in steps for c in r.tool_calls if c.name == "apply_patch"]
     jsonschema.validate(edit.input, schema)
@@ -243,7 +249,9 @@ def run_tests_rate(system: str, seeds: range) -> float:
     policy = load_policy("demo")
     runs = 0
     for seed in seeds:
-        conversation = Conversation(system=system, prompt="", tools={"exec_command": EXEC_COMMAND})
+        conversation = Conversation(
+            system=system, prompt="", tools={"exec_command": EXEC_COMMAND}, harness="codex"
+        )
         commands = [c.input["cmd"] for r in policy.plan(conversation, seed) for c in r.tool_calls]
         runs += "python3 -m unittest" in commands
     return runs / len(seeds)

@@ -1,4 +1,5 @@
-"""`python -m agentab.offline_model --policy NAME --seed N --log FILE [--port P] [--port-file F]`"""
+"""`python -m agentab.offline_model --policy NAME --seed N --log FILE [--harness H] [--port P]
+[--port-file F]`"""
 
 from __future__ import annotations
 
@@ -22,10 +23,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, required=True, help="seed of every random draw")
     parser.add_argument("--log", type=Path, required=True, help="JSONL file of the requests")
     parser.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    parser.add_argument(
+        "--harness", help="the harness asking (pi, claude-code, …): its tools run the actions"
+    )
     parser.add_argument("--port-file", type=Path, help="write the chosen port to this file")
     args = parser.parse_args(argv)
     try:
-        server = OfflineModelServer(load_policy(args.policy), args.seed, args.log, args.port)
+        policy = load_policy(args.policy)
+        server = OfflineModelServer(policy, args.seed, args.log, args.port, harness=args.harness)
     except AgentabError as error:
         print(error.render(), file=sys.stderr)
         return 2

@@ -91,6 +91,8 @@ class Conversation:
     # What the tools returned so far, oldest first: a toolset whose edit tool needs whole lines
     # (Codex's patch format) finds them in the file as the agent read it.
     tool_outputs: tuple[str, ...] = ()
+    # The harness the server answers (`claude-code`): its toolset turns an action into a call.
+    harness: str | None = None
 
 
 class Policy:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -32,10 +33,17 @@ CHARS_PER_TOKEN = 4
 
 class OfflineModelServer(LocalServer):
     def __init__(
-        self, policy: Policy, seed: int, log_path: Path, port: int = 0, log_cap=DEFAULT_LOG_CAP
+        self,
+        policy: Policy,
+        seed: int,
+        log_path: Path,
+        port: int = 0,
+        log_cap=DEFAULT_LOG_CAP,
+        harness: str | None = None,
     ):
         super().__init__(RequestHandler, port, log_cap)
         self.policy = policy
+        self.harness = harness  # whose tools a policy's actions become (None: no action runs)
         self.seed = seed
         self.log_path = Path(log_path)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -103,7 +111,7 @@ class RequestHandler(BaseHTTPRequestHandler):
             "body": body,
             "headers": headers,
         }
-        conversation = api.conversation(body, self.path)
+        conversation = replace(api.conversation(body, self.path), harness=self.server.harness)
         failure = None if conversation.forced_tool else policy.failure_for(number)
         if policy.hang and not conversation.forced_tool:
             self.server.log({**record, "reply": None})

@@ -406,7 +406,9 @@ def run_in_workspace(scenario, cell, rep, files, space: Workspace, harness, inst
     # Every attempt, on the offline model or through the recording proxy, logs apart.
     attempt_log = new_attempt_log(files)
     if offline:
-        model_server = serve(policy, seed, attempt_log, log_cap=scenario.limits.disk)
+        model_server = serve(
+            policy, seed, attempt_log, log_cap=scenario.limits.disk, harness=harness.name
+        )
     else:
         endpoint = provider_origin(cell.agent, how.provider_endpoints or {})
         model_server = recording(

@@ -6,12 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-TOOLS = {"Read", "Edit", "Write", "Bash"}
 WORKING_DIRECTORY = re.compile(r"Primary working directory: (\S+)")
-
-
-def matches(tools: dict) -> bool:
-    return bool(TOOLS & set(tools))
 
 
 def call(action: str, args: dict, conversation) -> tuple[str, dict] | None:

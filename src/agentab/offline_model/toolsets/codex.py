@@ -23,11 +23,6 @@ import shlex
 from agentab.offline_model.wire.openai_responses import CUSTOM_TOOL
 
 SHELLS = ("exec_command", "shell_command", "shell")
-TOOLS = {*SHELLS, "apply_patch"}
-
-
-def matches(tools: dict) -> bool:
-    return bool(TOOLS & set(tools))
 
 
 def call(action: str, args: dict, conversation) -> tuple[str, dict] | None:

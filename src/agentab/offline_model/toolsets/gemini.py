@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-TOOLS = {"read_file", "replace", "write_file", "run_shell_command"}
-
-
-def matches(tools: dict) -> bool:
-    return bool(TOOLS & set(tools))
-
 
 def call(action: str, args: dict, conversation) -> tuple[str, dict] | None:
     if action == "read":

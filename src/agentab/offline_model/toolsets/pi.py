@@ -4,12 +4,6 @@ from __future__ import annotations
 
 import re
 
-TOOLS = {"read", "edit", "write", "bash"}
-
-
-def matches(tools: dict) -> bool:
-    return bool(TOOLS & set(tools))
-
 
 def call(action: str, args: dict, conversation) -> tuple[str, dict] | None:
     if action == "read":
