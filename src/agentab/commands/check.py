@@ -13,6 +13,7 @@ from agentab.commands.credentials_check import (
 )
 from agentab.commands.etalon_checks import etalon_warnings, try_setup
 from agentab.commands.provider_check import server_check
+from agentab.commands.validator_check import try_validators
 from agentab.confinement.limits import enforcement_here
 from agentab.errors import ScenarioError
 from agentab.etalon import RUNNER_FILES
@@ -64,6 +65,12 @@ def register(subparsers) -> None:
         help="run the etalon's [etalon] setup once on a fresh clone and say what it took and made",
     )
     parser.add_argument(
+        "--validators",
+        action="store_true",
+        help="run each script and tests validator once on the etalon as tagged (no agent run) "
+        "and refuse one whose output breaks the contract, before any run is paid for",
+    )
+    parser.add_argument(
         "--state",
         type=Path,
         default=Path(".agentab"),
@@ -87,6 +94,11 @@ def run(args) -> int:
             missing_keys = credentials_problems(scenario, args.config)
             if missing_keys:
                 raise ScenarioError(missing_keys)
+        tried: list[str] = []
+        if args.validators:
+            tried, broken = try_validators(scenario, args.state)
+            if broken:
+                raise ScenarioError(broken)
         servers: list[str] = []
         if not args.no_server:
             unserved, servers = server_check(scenario)
@@ -115,6 +127,7 @@ def run(args) -> int:
         report["warnings"] = warnings
         report["receipt_limits"] = receipt_limits(scenario)
         report["servers"] = servers
+        report["validators_tried"] = tried
         report["limits"] = {**scenario.limits.as_dict(), "here": enforcement_here()}
         report["min_runs_per_group"] = MIN_RUNS_PER_GROUP
         print(json.dumps(report, indent=2, ensure_ascii=False))
@@ -122,7 +135,7 @@ def run(args) -> int:
         print(render_matrix(scenario, warnings))
         if not args.no_credentials:
             print(credentials_line(scenario, args.config))
-        for line in servers:
+        for line in servers + tried:
             print(line)
     return 0
 
@@ -248,8 +261,8 @@ def render_matrix(scenario: Scenario, warnings: list[str]) -> str:
     lines += [
         "",
         *stopping_lines(scenario),
-        f"jobs        {workflow_jobs(scenario)} (an agent run, {len(scored(scenario))} validators "
-        "and a measure per run)",
+        f"jobs        {workflow_jobs(scenario)} (an agent run, {len(scored(scenario))} "
+        f"validator{'s' * (len(scored(scenario)) != 1)} and a measure per run)",
     ]
     if scenario.budget_usd is not None:
         lines.append(

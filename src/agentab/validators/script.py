@@ -120,7 +120,8 @@ def _run_script(job: ValidatorJob) -> dict:
             "script",
             f"printed more than {MAX_OUTPUT_BYTES} bytes; metrics are a small JSON",
         )
-    return parse_script_output(job.name, ran.stdout.read_bytes().decode(errors="replace"))
+    text = ran.stdout.read_bytes().decode(errors="replace")
+    return parse_script_output(job.name, text, str(job.spec.options["run"][0]))
 
 
 @dataclass(frozen=True)
@@ -210,17 +211,19 @@ def keep_bounded(source: Path) -> None:
     source.write_bytes(head + cut.encode() + tail)
 
 
-def parse_script_output(name: str, text: str) -> dict:
+def parse_script_output(name: str, text: str, source: str = "") -> dict:
+    """The validator's output, or its invalid output naming `source` (the file it runs)."""
+    output = f"the output of {source}" if source else "output"
     try:
         data = json.loads(text)
     except ValueError:
         shown = text.strip()[:SHOWN_OUTPUT_CHARS] or "(nothing)"
-        return invalid_output(name, "script", f'output is not JSON {{"metrics": …}}: {shown}')
+        return invalid_output(name, "script", f'{output} is not JSON {{"metrics": …}}: {shown}')
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
-        return invalid_output(name, "script", 'output has no "metrics" object')
+        return invalid_output(name, "script", f'{output} has no "metrics" object')
     reasons = {} if data.get("reasons") is None else data["reasons"]
     if not isinstance(reasons, dict):
-        return invalid_output(name, "script", '"reasons" is not an object')
+        return invalid_output(name, "script", f'"reasons" in {output} is not an object')
     return validator_output(
         name, "script", data["metrics"], {k: str(v) for k, v in reasons.items()}
     )
