@@ -239,7 +239,9 @@ def test_the_overview_answers_first_and_keeps_a_pending_form_out_of_the_warnings
     assert "Pending a form" not in warnings  # information, not a warning
     notes = html.split('id="notes"', 1)[1].split("</ul>", 1)[0]
     assert "copy forms/review.blank.toml to forms/review.toml" in notes
-    assert "<code>" in warnings and "`" not in warnings  # a synthesis warning's names as code spans, never raw backticks
+    assert (
+        "<code>" in warnings and "`" not in warnings
+    )  # a synthesis warning's names as code spans, never raw backticks
 
 
 def test_code_spans_escape_what_they_do_not_mark() -> None:
@@ -258,3 +260,19 @@ def test_a_page_whose_run_text_holds_a_lone_surrogate_is_written_escaped(tmp_pat
     pages.environment = jinja2.Environment(loader=jinja2.DictLoader({"t": "{{ said }}"}))
     pages.write("run.html", "t", said="the agent wrote bad\udcff.py")
     assert (tmp_path / "run.html").read_text(encoding="utf-8") == "the agent wrote bad\\udcff.py"
+
+
+def test_a_valid_run_that_did_badly_shows_its_values_beside_a_neutral_badge(results: Path):
+    """ "valid" says a run was scored, not that it went well: the page shows what it scored,
+    and the badge is not a success's green."""
+    build_report(results)
+    page = results / "report" / "runs" / "nothing" / "r02.html"  # ran_tests false
+    status = re.search(r'<p class="run-status">(.*?)</p>', page.read_text(encoding="utf-8"))
+    assert status is not None
+    assert '<span class="status status-valid">valid</span>' in status.group(1)
+    assert "<code>ran_tests = false</code> · <code>turns = 5</code>" in status.group(1)
+    css = (results / "report" / "style.css").read_text(encoding="utf-8")
+    (valid,) = re.findall(r"\.status-valid \{ background: (#[0-9a-f]+); \}", css)
+    assert valid.lower() not in ("#2e7d32", "#388e3c", "#43a047", "#4caf50", "#008000")
+    invalid = results / "report" / "runs" / "rule" / "r02.html"
+    assert "scored <code>" not in invalid.read_text(encoding="utf-8")  # nothing scored

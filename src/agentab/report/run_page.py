@@ -52,6 +52,9 @@ class RunView:
     receipt: ReceiptView | None
     provenance: list[tuple[str, str]]
     builtin: list[tuple[str, str]]  # the built-in run metrics, in their order
+    # The contract metrics a valid run was scored (name, value as JSON), in the contract's
+    # order: beside the status, whose "valid" says it was scored, not that it went well.
+    scored: list[tuple[str, str]]
     problems: list[str]
     faults: list[str]
     raw_files: list[str]  # relative to the run folder
@@ -88,6 +91,7 @@ def run_view(results_dir: Path, entry: RunEntry, scenario) -> RunView:
         receipt=receipt_view(folder / RECEIPT_FILE),
         provenance=provenance_rows(record.provenance if record else run_provenance(run)),
         builtin=builtin_rows(record),
+        scored=scored_metrics(record, scenario),
         bricks_used=usage_records(record),
         turn_marks=turn_marks(conversation, usage_records(record)),
         problems=list(record.problems) if record else [],
@@ -95,6 +99,15 @@ def run_view(results_dir: Path, entry: RunEntry, scenario) -> RunView:
         raw_files=raw_files(folder),
         outcome=run.get("outcome") if isinstance(run.get("outcome"), dict) else {},
     )
+
+
+def scored_metrics(record, scenario) -> list[tuple[str, str]]:
+    """The contract metrics of a valid run, in the scenario's order, as JSON text."""
+    if record is None or record.status != "valid":
+        return []
+    order = list(getattr(scenario, "metrics", None) or record.metrics)
+    order += [name for name in record.metrics if name not in order]
+    return [(name, json_text(record.metrics[name])) for name in order if name in record.metrics]
 
 
 def usage_records(record) -> list[dict]:
