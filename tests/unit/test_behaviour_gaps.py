@@ -70,6 +70,11 @@ def test_synthesis_md_puts_behaviour_gaps_beside_the_outcomes(tmp_path):
     assert "the rate of `tests_ran` is higher in" not in outcomes
     assert "In `rule`, the rate of `tests_ran` is higher than in `nothing`" in behaviour
     assert "| rule | 1 (33%) | 1 (33%) | 0 (0%) | 1 (33%) | 0 (0%) | 0 (0%) |" in behaviour
+    # A run of each side of the established outcome gap, to read side by side.
+    assert (
+        "[rule/r01](runs/rule/r01/) (rule, true) against [nothing/r03](runs/nothing/r03/)"
+        in section
+    )
 
 
 def test_a_metric_the_scenario_scores_is_not_repeated_as_behaviour(tmp_path):
@@ -107,3 +112,4 @@ def test_the_report_shows_the_behaviour_beside_the_outcomes(tmp_path):
     section = html.split('id="behaviour"', 1)[1].split("<h2", 1)[0]
     assert "<code>tests_ran</code> is higher" in section
     assert 'class="call-tests" style="width: 33.3%"' in section
+    assert '<a href="runs/nothing/r03.html">nothing/r03</a>' in section

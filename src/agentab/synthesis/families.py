@@ -32,7 +32,7 @@ import dataclasses
 from collections import Counter, defaultdict
 
 from agentab import workers
-from agentab.metrics import DIAGNOSTIC, metric_type
+from agentab.metrics import DIAGNOSTIC, RATE, metric_type
 from agentab.stats.strata import ALL
 from agentab.synthesis.verdicts import (
     Gap,
@@ -160,8 +160,57 @@ def behaviour_context(result: SynthesisResult, scenario, describe) -> dict:
             }
         )
     return {
+        "compare": runs_to_compare(result),
         "gaps": len(pooled),
         "established": [describe(gap, values) for gap in pooled if gap.verdict.is_established],
         "calls": calls,
         "classes": CLASSES,
     }
+
+
+def runs_to_compare(result: SynthesisResult) -> list[dict]:
+    """For each established outcome gap of a rate: a run of the cell on the gap's side and one
+    of the reference on the other, from the task where the two differ most (with several
+    tasks): the two conversations to read side by side to see why the cell won or lost."""
+    task_gap = {}
+    for gap in result.gaps:
+        if not gap.pooled and not gap.calibration:
+            key = (gap.cell, gap.metric)
+            if key not in task_gap or abs(gap.verdict.gap) > abs(task_gap[key].verdict.gap):
+                task_gap[key] = gap
+    pairs = []
+    for gap in result.established:
+        if gap.kind != RATE:
+            continue
+        task = task_gap[gap.cell, gap.metric].task if (gap.cell, gap.metric) in task_gap else None
+        wanted = gap.verdict.gap > 0  # the cell's side: its successes when it is higher
+        mine = first_run(result.runs, gap.cell, gap.metric, task, wanted)
+        theirs = first_run(result.runs, gap.reference, gap.metric, task, not wanted)
+        if mine and theirs:
+            pairs.append(
+                {
+                    "gap": gap,
+                    "task": task or "",
+                    "cell_run": mine,
+                    "reference_run": theirs,
+                    "cell_value": wanted,
+                    "reference_value": not wanted,
+                }
+            )
+    return pairs
+
+
+def first_run(runs, cell: str, metric: str, task: str | None, value: bool) -> str | None:
+    """The first valid run of the cell (in the task, if one is given) whose metric is `value`."""
+    ordered = sorted(runs, key=lambda run: (run.task, run.rep))
+    return next(
+        (
+            run.run
+            for run in ordered
+            if run.cell == cell
+            and run.status == "valid"
+            and (task is None or run.task == task)
+            and run.metrics.get(metric) is value
+        ),
+        None,
+    )
