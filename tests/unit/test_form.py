@@ -307,3 +307,25 @@ def test_a_final_message_holding_a_lone_surrogate_is_material_escaped(results, s
     _write_material(results, scenario, "review", {"abcd1234": run}, ["final_message"])
     material = ResultsFolder(results).form_material("review") / "abcd1234.final_message.md"
     assert material.read_text(encoding="utf-8") == "made bad\\udcff.py\n"
+
+
+def test_the_blank_form_says_what_each_field_means(tmp_path, results, scenario):
+    """A person fills a field by its question: the form states it once, above the runs."""
+    text = write_blank_form(results, frozen_copy(tmp_path), "review", seed=SEED).read_text()
+    asked = scenario.validators["review"].options["questions"]["readable"]
+    assert f"#   readable: {asked}" in text
+    assert text.index("# The questions:") < text.index("[runs.")
+    scenario.validators["review"].options.pop("questions")
+    unsaid = write_blank_form(results, scenario, "review", seed=SEED).read_text()
+    assert "#   readable: (the scenario does not say what it means" in unsaid
+    assert "[validators.review] questions = { readable = " in unsaid
+
+
+def test_a_question_for_a_metric_the_form_does_not_fill_is_refused(tmp_path):
+    copy = tmp_path / "demo"
+    shutil.copytree(DEMO, copy)
+    toml = copy / "scenario.toml"
+    toml.write_text(toml.read_text().replace("questions = { readable", "questions = { redable"))
+    with pytest.raises(AgentabError) as refused:
+        load_scenario(toml, check_etalon=False)
+    assert "validators.review.questions.redable" in str(refused.value.render())

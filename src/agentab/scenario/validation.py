@@ -211,3 +211,11 @@ def check_form_fills(name: str, spec: dict, data: dict, producers: dict, sink: C
                 f"form `{name}` fills `{metric}`, which is not in the metric contract",
                 f"add `{metric}` to [validation].metrics, or remove it from fills",
             )
+    for metric in spec.get("questions") or {}:
+        if metric not in spec.get("fills", []):
+            sink.add(
+                f"validators.{name}.questions.{metric}",
+                f"form `{name}` asks a question for `{metric}`, which it does not fill",
+                f"name a metric of its fills ({', '.join(spec.get('fills', []))}), or add "
+                f"`{metric}` to fills",
+            )

@@ -265,6 +265,24 @@ def _write_material(
                 target.write_text(text, "utf-8", errors="backslashreplace")
 
 
+def question_lines(validator_name: str, spec: Any) -> list[str]:
+    """What each metric the form fills means, as the scenario asks it (`questions`): said once
+    above the runs, so that every run's answer is to the same question."""
+    if calibrated_metric(spec):
+        return []  # the judge's own question, in its material (calibrating.py)
+    questions = spec.options.get("questions") or {}
+    lines = ["#", "# The questions:"]
+    for metric in spec.options.get("fills", []):
+        asked = " ".join(str(questions.get(metric) or "").split())
+        if not asked:
+            asked = (
+                f"(the scenario does not say what it means: ask its author, or set "
+                f'[validators.{validator_name}] questions = {{ {metric} = "…" }})'
+            )
+        lines.append(f"#   {metric}: {asked}")
+    return lines
+
+
 def _blank_text(scenario: Any, validator_name: str, spec: Any, ids: list[str]) -> str:
     fills = list(spec.options.get("fills", []))
     shows = list(spec.options.get("show", []))
@@ -280,6 +298,7 @@ def _blank_text(scenario: Any, validator_name: str, spec: Any, ids: list[str]) -
         "# Answer a metric the same way for every run. A run left unanswered stays pending.",
         f"# agentab rewrites this file when runs are added; it never writes {filled}.",
         *(blank_header(spec, len(ids)) if calibrated_metric(spec) else []),
+        *question_lines(validator_name, spec),
         "",
     ]
     for form_id in ids:
