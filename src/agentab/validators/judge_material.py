@@ -170,6 +170,8 @@ def shown_diff(text: str, boundary: str, budget: int = MAX_DIFF_CHARS) -> ShownD
     fit. Names count in the budget: a thousand empty files with long names can neither pass it
     nor push a real change's content out."""
     files = split_patch(text)
+    if len(text) <= budget:  # whole, in the patch's own order
+        return ShownDiff(text, len(files), len(text), 0)
     changed = [f for f in files if f.body]
     bare = [f for f in files if not f.body]
     reserve = len(unnamed_line(boundary, len(files), len(text)))
