@@ -230,3 +230,27 @@ def test_cells_at_the_same_place_get_labels_on_lines_of_their_own():
     }
     assert len(labels) == 2
     assert abs(labels["nothing · off"] - labels["nothing · high"]) >= 12
+
+
+def test_labels_of_cells_at_zero_stay_in_the_plot_clear_of_each_other_and_the_axis():
+    """A task out of the model's reach puts every cell at 0%: the second name was pushed below
+    the plot, onto the cost axis's tick labels."""
+    names = ["nothing · off", "nothing · high", "rule · off", "rule · high"]
+    panel = Panel(
+        "ran_tests", [point(name, 4457 + 10 * n, 0.0) for n, name in enumerate(names)], ["s"]
+    )
+    root = ET.fromstring(frontier_svg(Frontier("tokens", "why", [panel])).encode())
+    texts = list(root.iter("{http://www.w3.org/2000/svg}text"))
+    boxes = []  # (left, right, baseline) of each name, about 7 px a character
+    for node in texts:
+        if node.text in names:
+            x, width = float(node.get("x")), 7.2 * len(node.text)
+            left = x - width if node.get("text-anchor") == "end" else x
+            boxes.append((left, left + width, float(node.get("y"))))
+    assert len(boxes) == 4
+    for index, (left, right, y) in enumerate(boxes):
+        for other_left, other_right, other_y in boxes[index + 1 :]:
+            assert abs(y - other_y) >= 12 or right <= other_left or other_right <= left
+    frame = [n for n in root.iter("{http://www.w3.org/2000/svg}rect") if n.get("y")][0]
+    bottom = float(frame.get("y")) + float(frame.get("height"))
+    assert all(y <= bottom - 2 for _, _, y in boxes), (boxes, bottom)  # above the tick labels

@@ -114,7 +114,8 @@ def _point(point: Point, unit: str, x, y, placed: list) -> list[str]:
     label_x = x(point.cost) + (-7 if left_side else 7)
     # Below the point near the top, where above it would run into the panel's title.
     label_y = y(point.rate) + (16 if point.rate > 0.9 else -6)
-    label_y = _free_line(label_x, label_y, CHAR * len(point.cell), left_side, placed)
+    bounds = (y(1.0) + 12, y(0.0) - 3)  # a label's baseline, inside the plot's frame
+    label_y = _free_line(label_x, label_y, CHAR * len(point.cell), left_side, placed, bounds)
     return [
         f'<g class="cell"><title>{escape(tip)}</title>',
         svg.line(x(point.cost_low), y(point.rate), x(point.cost_high), y(point.rate), colour, 1.5),
@@ -125,18 +126,38 @@ def _point(point: Point, unit: str, x, y, placed: list) -> list[str]:
     ]
 
 
-def _free_line(x: float, y: float, length: float, leftwards: bool, placed: list) -> float:
-    """The first line at or below `y` where a label of that length overlaps no label already
-    placed: cells at nearly the same cost and rate (the demo's thinking levels) would print
-    their names over each other."""
+def _free_line(
+    x: float,
+    y: float,
+    length: float,
+    leftwards: bool,
+    placed: list,
+    bounds: tuple[float, float],
+) -> float:
+    """The nearest line to `y`, inside the plot (`bounds`: the highest and lowest baseline),
+    where a label of that length overlaps no label already placed: cells at nearly the same
+    cost and rate (the demo's thinking levels, every cell at 0% on a task out of reach) would
+    print their names over each other, or below the frame onto the cost axis's labels."""
     left = x - length if leftwards else x
-    while any(
-        abs(y - other_y) < LINE - 2 and left < other_right and other_left < left + length
-        for other_left, other_right, other_y, _ in placed
-    ):
-        y += LINE - 2
-    placed.append((left, left + length, y, length))
-    return y
+    step = LINE - 2
+
+    def free(line: float) -> bool:
+        return not any(
+            abs(line - other_y) < step and left < other_right and other_left < left + length
+            for other_left, other_right, other_y, _ in placed
+        )
+
+    top, bottom = bounds
+    start = min(max(y, top), bottom)
+    found = start
+    reach = int((bottom - top) // step) + 1
+    for k in range(2 * reach + 1):  # y, then a line lower, a line higher, two lower, …
+        line = start + step * ((k + 1) // 2) * (1 if k % 2 else -1)
+        if top <= line <= bottom and free(line):
+            found = line
+            break
+    placed.append((left, left + length, found, length))
+    return found
 
 
 def _legend(width: float, top: float) -> list[str]:
