@@ -2,11 +2,14 @@
 
 An adapter (one file under `harnesses/`) owns everything that differs between agent CLIs:
 
-- `install(version, harnesses_dir)`: a pinned, project-local install into
+- `installer`: how the harness comes onto the machine, an `Installer` the adapter declares
+  (`npm.NpmPackage(package, bin_name)` for a harness on the npm registry). Through it,
+  `install(version, harnesses_dir)` makes a pinned, project-local install into
   `<harnesses_dir>/<harness>/<version>/`, idempotent, with `installed.json` written last (the
-  marker a workflow rule uses as its output).
-- `installation(version, harnesses_dir)`: the existing install, refused (AgentabError naming
-  `[agent].version`) when missing or when the binary reports another version.
+  marker a workflow rule uses as its output), and `installation(version, harnesses_dir)` finds
+  the existing install, refused (AgentabError naming `[agent].version`) when missing or when
+  it holds another version. Running is the adapter's: `command(installation)` starts what was
+  installed (the installer's way by default).
 - `prepare(spec, installation)`: the `Invocation` of one run: argv, the constructed environment,
   the files to write into the run's private scratch dir (agent config dir, HOME, TMPDIR) and the
   bricks to place inside the clone, each brick saying how it was passed.
@@ -311,8 +314,28 @@ def front_matter_name(path: Path) -> str:
     return name.strip() if isinstance(name, str) else ""
 
 
+class Installer(ABC):
+    """How a harness comes onto the machine, pinned, and how what it installed is started."""
+
+    @abstractmethod
+    def install(self, harness: Harness, version: str, harnesses_dir: Path) -> Installation: ...
+
+    @abstractmethod
+    def installation(self, harness: Harness, version: str, harnesses_dir: Path) -> Installation:
+        """The existing install of `version`: an AgentabError naming `agent.version` when there
+        is none, or when it holds another version."""
+
+    @abstractmethod
+    def command(self, installation: Installation) -> list[str]: ...
+
+    @abstractmethod
+    def version_env(self, installation: Installation) -> dict[str, str]:
+        """The environment its `--version` runs in, at install time."""
+
+
 class Harness(ABC):
     name: str
+    installer: Installer  # declared by the adapter: how it is installed, apart from how it runs
     # What a scenario may ask of this harness: checked when the scenario loads, so that a cell
     # it cannot run is refused before anything runs, with the reason.
     thinking_levels: tuple[str, ...] = THINKING_LEVELS
@@ -329,11 +352,23 @@ class Harness(ABC):
     # tokens (agentab.prices), and a budget needs the model's price (checked at load).
     reports_cost: bool = True
 
-    @abstractmethod
-    def install(self, version: str, harnesses_dir: Path) -> Installation: ...
+    def install(self, version: str, harnesses_dir: Path) -> Installation:
+        return self.installer.install(self, version, Path(harnesses_dir))
 
-    @abstractmethod
-    def installation(self, version: str, harnesses_dir: Path) -> Installation: ...
+    def installation(self, version: str, harnesses_dir: Path) -> Installation:
+        return self.installer.installation(self, version, Path(harnesses_dir))
+
+    def command(self, installation: Installation) -> list[str]:
+        """The argv prefix that starts the installed harness."""
+        return self.installer.command(installation)
+
+    def version_env(self, installation: Installation) -> dict[str, str]:
+        return self.installer.version_env(installation)
+
+    def parse_version(self, output: str) -> str:
+        """The version from the harness's `--version` output (its first word by default)."""
+        words = output.strip().split()
+        return words[0] if words else ""
 
     @abstractmethod
     def prepare(self, spec: RunSpec, installation: Installation) -> Invocation: ...

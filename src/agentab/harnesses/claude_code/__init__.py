@@ -37,6 +37,7 @@ from pathlib import Path
 from agentab.errors import AgentabError, problem
 from agentab.harnesses.base import (
     DeclaredTools,
+    Harness,
     HarnessFault,
     Installation,
     Invocation,
@@ -47,7 +48,7 @@ from agentab.harnesses.base import (
     provider_error,
 )
 from agentab.harnesses.claude_code.stream import claude_transcript, read_claude_stream
-from agentab.harnesses.npm import NpmHarness, base_path
+from agentab.harnesses.npm import NpmPackage, base_path
 from agentab.harnesses.shared import brick_text, constructed_env, copy_brick
 
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
@@ -119,11 +120,10 @@ def thinking_levels(family: str) -> tuple[str, ...]:
     return THINKING_LEVELS
 
 
-class ClaudeCodeHarness(NpmHarness):
+class ClaudeCodeHarness(Harness):
     name = "claude-code"
     declared_apis = frozenset({"anthropic-messages"})
-    package = "@anthropic-ai/claude-code"
-    bin_name = "claude"
+    installer = NpmPackage("@anthropic-ai/claude-code", bin_name="claude")
 
     def command(self, installation: Installation) -> list[str]:
         return [str(installation.entry)]  # a native executable, not a script for node

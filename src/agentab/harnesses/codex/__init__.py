@@ -55,7 +55,7 @@ from agentab.harnesses.base import (
 )
 from agentab.harnesses.codex.stream import codex_transcript, read_codex_stream
 from agentab.harnesses.codex.stream import relative_to as relative_to  # re-exported
-from agentab.harnesses.npm import NpmHarness, base_path, package_dir
+from agentab.harnesses.npm import NpmPackage, base_path, package_dir
 from agentab.harnesses.shared import brick_text, constructed_env, copy_brick
 from agentab.harnesses.shared import toml_value as toml_value  # re-exported
 
@@ -108,11 +108,10 @@ ISOLATION_CONFIG = {
 }
 
 
-class CodexHarness(NpmHarness):
+class CodexHarness(Harness):
     name = "codex"
     reports_cost = False  # its stream states tokens only: priced by agentab.prices
-    package = "@openai/codex"
-    bin_name = "codex"
+    installer = NpmPackage("@openai/codex", bin_name="codex")
     # An agent definition that is not a .toml role file is refused at the run (brick_refusal).
     refused_bricks = {
         "extensions": "Codex CLI loads no extension by path (its plugins are installed and "

@@ -54,6 +54,7 @@ from pathlib import Path
 from agentab.errors import AgentabError, problem
 from agentab.harnesses.base import (
     DeclaredTools,
+    Harness,
     HarnessFault,
     Invocation,
     Outcome,
@@ -62,7 +63,7 @@ from agentab.harnesses.base import (
     provider_error,
 )
 from agentab.harnesses.gemini.stream import gemini_transcript, read_gemini_stream
-from agentab.harnesses.npm import NpmHarness, base_path
+from agentab.harnesses.npm import NpmPackage, base_path
 from agentab.harnesses.shared import brick_text, constructed_env, copy_brick
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -95,11 +96,10 @@ SKILLS_REFUSED = (
 )
 
 
-class GeminiHarness(NpmHarness):
+class GeminiHarness(Harness):
     name = "gemini"
     reports_cost = False  # its stream states tokens only: priced by agentab.prices
-    package = "@google/gemini-cli"
-    bin_name = "gemini"
+    installer = NpmPackage("@google/gemini-cli", bin_name="gemini")
     refused_bricks = {"skills": SKILLS_REFUSED}
 
     def version_env(self, installation) -> dict[str, str]:
