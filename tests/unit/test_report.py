@@ -196,7 +196,7 @@ def test_the_report_command(results: Path, capsys) -> None:
 
 
 def test_the_report_of_a_folder_that_is_not_one_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(AgentabError, match="frozen scenario is missing"):
+    with pytest.raises(AgentabError, match="holds no results: no frozen scenario.toml"):
         build_report(tmp_path)
     assert main(["report", str(tmp_path / "nowhere")]) == 2
 

@@ -29,6 +29,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from agentab.synthesis.synthesize import synthesize
 
+    refuse_a_scenario_folder(args.results_dir)
     result = synthesize(args.results_dir)
     print(summary(result))
     for bad in result.bad_files:
@@ -66,3 +67,33 @@ def summary(result: SynthesisResult) -> str:
         lines.append(f"missing runs: {shown}{more}")
     lines.append(f"wrote {', '.join(result.outputs)} in {result.results_dir}")
     return "\n".join(lines)
+
+
+def refuse_a_scenario_folder(folder: Path) -> None:
+    """A scenario's own folder (its scenario.toml, no runs/) is not a results folder: the
+    synthesis would write its outputs among the scenario's files."""
+    import tomllib
+
+    from agentab.errors import AgentabError, problem
+    from agentab.layout import ResultsFolder
+
+    results = ResultsFolder(Path(folder))
+    if results.runs_root.is_dir() or not results.frozen_scenario.is_file():
+        return  # a results folder, or nothing: the synthesis says what is missing
+    try:
+        data = tomllib.loads(results.frozen_scenario.read_text(encoding="utf-8"))
+        name = str((data.get("scenario") or {}).get("name") or "<scenario name>")
+    except (OSError, ValueError):
+        name = "<scenario name>"
+    raise AgentabError(
+        problem(
+            folder,
+            "",
+            f"holds a {results.frozen_scenario.name} but no {results.runs_root.name}/ folder: "
+            "a scenario's folder, not a results folder (the synthesis writes its outputs into "
+            "the folder it is given)",
+            f"pass the results folder the workflow writes for it, results/{name}; run "
+            f"`snakemake --cores 8 --config 'scenarios=[\"{results.frozen_scenario}\"]'` "
+            "first if it has not run",
+        )
+    )

@@ -105,6 +105,18 @@ def read_toml(path: Path) -> tuple[dict, str]:
                 line,
             )
         ) from None
+    except IsADirectoryError:
+        inside = Path(path) / "scenario.toml"
+        raise ScenarioError(
+            problem(
+                path,
+                "",
+                "is a folder; a scenario is one TOML file",
+                f"name the file: {inside}"
+                if inside.is_file()
+                else "name the scenario's .toml file (e.g. scenarios/demo/scenario.toml)",
+            )
+        ) from None
     except OSError as error:
         raise ScenarioError(
             problem(path, "", f"cannot read the file: {error.strerror}", "check its permissions")

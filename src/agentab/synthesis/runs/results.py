@@ -75,7 +75,19 @@ def load_frozen_scenario(results_dir: Path):
                 "pass the folder a scenario's runs were written to, e.g. results/<scenario name>",
             )
         )
-    frozen = ResultsFolder(Path(results_dir)).frozen_scenario
+    folder = ResultsFolder(Path(results_dir))
+    frozen = folder.frozen_scenario
+    if not frozen.is_file() and not folder.runs_root.is_dir():
+        raise AgentabError(
+            problem(
+                results_dir,
+                "",
+                f"holds no results: no frozen {frozen.name} and no {folder.runs_root.name}/ "
+                "folder, which the workflow writes for every scenario it runs",
+                "pass the results folder of a scenario that was run, results/<scenario name> "
+                "(config/config.yaml `results`); run `snakemake --cores 8` first if none was",
+            )
+        )
     if not frozen.is_file():
         raise AgentabError(
             problem(
