@@ -37,6 +37,8 @@ onerror:
     stop_step_server()
     stop_run_progress()
     print(measured_summary(WORKFLOW))
+    for line in synthesize_what_ran(WORKFLOW):
+        print(line)
     print(failure_advice(log, WORKFLOW))
 
 

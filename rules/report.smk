@@ -1,6 +1,7 @@
 # The HTML report of each scenario, built after its synthesis from the same files. The
 # Snakefile's handlers start and stop the progress line (runs measured, faults, time, tokens).
 from agentab.report.hooks import (
+    synthesize_what_ran,
     failure_advice,
     report_code,
     report_targets,

@@ -26,6 +26,7 @@ REPORT_MODULES = (
 _RUNNING: list[Progress] = []
 __all__ = [
     "failure_advice",
+    "synthesize_what_ran",
     "report_code",
     "report_targets",
     "start_run_progress",
@@ -80,3 +81,39 @@ def stop_run_progress() -> None:
     """From `onsuccess:` and `onerror:`: the last line, and the thread ends."""
     while _RUNNING:
         _RUNNING.pop().stop()
+
+
+def synthesize_what_ran(plan) -> list[str]:
+    """From the Snakefile's `onerror:`: one run's failure never stops the synthesis of the
+    others. The synthesis rule needs every run's measures.json, so a run that faults on every
+    attempt (or a job stopped on an error) would leave a scenario without any synthesis or
+    report although its other runs were measured. Each results folder whose synthesis is
+    missing or older than one of its measures.json gets one from the runs measured so far (its
+    missing runs listed in it, not recorded as a look), and its report; a line says so."""
+    from agentab.errors import AgentabError
+    from agentab.report.builder import build_report
+    from agentab.synthesis.synthesize import synthesize
+    from agentab.workflow.stopping import was_stopped
+
+    if was_stopped():  # a stop is a stop: its next invocation makes the synthesis
+        return []
+    lines = []
+    for name in plan.scenarios:
+        folder = plan.layout.results(name).path
+        measured = [path.stat().st_mtime for path in folder.glob("runs/*/r*/measures.json")]
+        synthesis = folder / "synthesis.md"
+        if not measured or (synthesis.exists() and synthesis.stat().st_mtime >= max(measured)):
+            continue
+        try:
+            result = synthesize(folder, look=False)
+            build_report(folder)
+        except (AgentabError, OSError) as error:
+            lines.append(f"agentab: {name}: no synthesis of the runs measured so far: {error}")
+            continue
+        missing = len(result.missing)
+        lines.append(
+            f"agentab: {name}: {synthesis} and its report written from the {len(result.runs)} "
+            f"runs measured so far ({missing} missing, listed in it); running the same command "
+            "again completes it"
+        )
+    return lines

@@ -42,14 +42,22 @@ from agentab.synthesis.verdicts import (
     gap_work,
 )
 from agentab.synthesis.wave_verdicts import sequential_gaps
-from agentab.synthesis.waves import design_of, record_look, replay_if_sequential, runs_per_cell
+from agentab.synthesis.waves import (
+    design_of,
+    read_looks,
+    record_look,
+    replay_if_sequential,
+    runs_per_cell,
+)
 
 # The outputs in the order they are written: the tables and the figure, the report last.
 WRITE_ORDER = SYNTHESIS_FILES[1:] + SYNTHESIS_FILES[:1]
 
 
-def synthesize(results_dir: Path) -> SynthesisResult:
-    """Rebuild every output of a results folder from its frozen scenario and measures files."""
+def synthesize(results_dir: Path, look: bool = True) -> SynthesisResult:
+    """Rebuild every output of a results folder from its frozen scenario and measures files.
+    `look=False`: not recorded as a look (the workflow's own synthesis of a folder some runs
+    of which faulted: the runs planned are unchanged, and nobody chose to read it early)."""
     results_dir = Path(results_dir)
     scenario = load_frozen_scenario(results_dir)
     runs, bad_files, present = read_all_runs(results_dir, scenario)
@@ -71,7 +79,9 @@ def synthesize(results_dir: Path) -> SynthesisResult:
         waves=plan,
         # A fixed-n verdict is valid for one look: each synthesis that could be read is one
         # (a sequential scenario's looks keep its design: its bets are sized for it).
-        looks=record_look(results_dir, runs_per_cell(runs, scenario), design_of(scenario)),
+        looks=record_look(results_dir, runs_per_cell(runs, scenario), design_of(scenario))
+        if look
+        else read_looks(results_dir),
     )
     behaviour, result.behaviour_values = behaviour_work(runs, scenario)
     # Everything resampled, on the processor's cores.

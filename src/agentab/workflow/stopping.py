@@ -64,6 +64,14 @@ def stop_on_signals() -> None:
             signal.signal(signum, stop)
 
 
+# The stop signals this invocation received: a stopped workflow does nothing more at its end.
+RECEIVED: list[int] = []
+
+
+def was_stopped() -> bool:
+    return bool(RECEIVED)
+
+
 def pass_stop_signals_to_steps() -> None:
     """From the Snakefile's `onstart:`: a stop signal Snakemake gets reaches its steps too.
 
@@ -87,6 +95,7 @@ def pass_stop_signals_to_steps() -> None:
 
 def stop_gracefully_and_pass_on(graceful: Callable) -> Callable:
     def handler(signum, frame) -> None:
+        RECEIVED.append(signum)
         # Snakemake's handler takes the scheduler's lock, which the main thread (interrupted
         # here) may hold: called from here it would wait for itself. A thread waits for the
         # lock instead, marks the workflow as stopping, and only then ends the steps, so that
@@ -102,6 +111,7 @@ def stop_gracefully_and_pass_on(graceful: Callable) -> Callable:
 
 def interrupt_and_pass_on(interrupt: Callable) -> Callable:
     def handler(signum, frame) -> None:
+        RECEIVED.append(signum)
         threading.Thread(target=signal_steps, args=(signum,), daemon=True).start()
         interrupt(signum, frame)
 
