@@ -3,12 +3,14 @@
 # anything runs.
 import shlex
 import sys
+from pathlib import Path
 
 from snakemake.utils import validate
 
 from agentab.errors import AgentabError
 from agentab.workflow.holding import hold_results_folders
 from agentab.workflow.capacity import cap_resources
+from agentab.workflow.config_check import check_config
 from agentab.workflow.invocation import record_invocation
 from agentab.workflow.output import shape_output
 from agentab.workflow.repair import dry_run_asked, repair_on_start
@@ -21,9 +23,10 @@ from agentab.workflow.targets import (
     state_signatures_once,
 )
 
-validate(config, schema="../config/config.schema.yaml")
-
 try:
+    # Every problem on a line of its own, with its fix; then Snakemake fills the defaults.
+    check_config(config, Path(workflow.basedir) / "config" / "config.schema.yaml")
+    validate(config, schema="../config/config.schema.yaml")
     WORKFLOW = Workflow.from_config(config)
 except AgentabError as error:
     sys.stderr.write(f"agentab: nothing runs.\n{error.render()}\n")

@@ -18,7 +18,7 @@ def record(text: str, level: int = logging.ERROR) -> logging.LogRecord:
 
 def failed(status: int) -> logging.LogRecord:
     return record(
-        "RuleException:\nCalledProcessError in file \"rules/run.smk\", line 45:\n"
+        'RuleException:\nCalledProcessError in file "rules/run.smk", line 45:\n'
         f"Command 'python -m agentab.steps.run > r/logs/run.log 2>&1' returned non-zero exit "
         f"status {status}."
     )

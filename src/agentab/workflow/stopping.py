@@ -96,6 +96,7 @@ def pass_stop_signals_to_steps() -> None:
 def stop_gracefully_and_pass_on(graceful: Callable) -> Callable:
     def handler(signum, frame) -> None:
         RECEIVED.append(signum)
+
         # Snakemake's handler takes the scheduler's lock, which the main thread (interrupted
         # here) may hold: called from here it would wait for itself. A thread waits for the
         # lock instead, marks the workflow as stopping, and only then ends the steps, so that
