@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from agentab.confinement.bwrap import View, require_sandbox, sandbox_problem
 from agentab.confinement.endpoint import ENDPOINT_URL, Sandbox
+from agentab.confinement.memory import execute_only_copy
+from agentab.confinement.views import NODE, agent_view, validator_view
 from agentab.errors import AgentabError
 from agentab.run.process import run_process
 from tests.processes import end_processes, marked_processes
@@ -85,15 +90,20 @@ def test_it_sees_no_process_but_its_own_and_no_host_path(tmp_path):
     view = View(read_only={named: "/inputs"})
     out, err, result = confined(
         tmp_path,
-        "ls /proc | grep -E '^[0-9]+$' | wc -l; cat /proc/1/cmdline | tr '\\0' ' '; echo; "
-        "cat /proc/1/environ | wc -c",
+        "ls /proc | grep -E '^[0-9]+$' | wc -l; "
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; done 2>/dev/null; echo; "
+        "cat /proc/1/environ 2>/dev/null | wc -c; ls -A /proc/1 | wc -l",
         view,
     )
     assert result.exit_code == 0, err
-    count, cmdline, environ = out.splitlines()
+    count, cmdlines, environ, shown = out.splitlines()
     assert int(count) <= 5  # bwrap's reaper, sh, and the commands of this pipeline
-    assert "zqsecret" not in cmdline and str(tmp_path) not in cmdline
-    assert int(environ) == 0  # bwrap itself was started with nothing of the caller's
+    assert "/bin/sh" in cmdlines  # its own are there to read
+    assert "zqsecret" not in cmdlines and str(tmp_path) not in cmdlines
+    # bwrap's first process, whose options name the host's folders, is hidden (its memory,
+    # dumpable, held the sandbox's output: confinement/bwrap.py), and was started with nothing
+    # of the caller's anyway.
+    assert int(environ) == 0 and int(shown) == 0
 
 
 def test_nothing_it_started_outlives_it(tmp_path):
@@ -305,3 +315,50 @@ def test_the_endpoint_waits_while_the_loopback_has_no_address_yet(monkeypatch):
     refusals[0] = 10**6
     with pytest.raises(OSError, match="Cannot assign"):
         sandbox.listen_on_loopback(0)
+
+
+def test_an_execute_only_copy_is_made_once_and_again_when_its_binary_changes(tmp_path):
+    binary = tmp_path / "tool"
+    binary.write_bytes(b"#!/bin/sh\necho one\n")
+    copy = execute_only_copy(binary, tmp_path / "copies")
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o111 and copy.name == "tool"
+    assert copy.read_bytes() == binary.read_bytes()  # root reads it; the sandbox user cannot
+    assert execute_only_copy(binary, tmp_path / "copies") == copy
+    binary.write_bytes(b"#!/bin/sh\necho two, longer\n")
+    again = execute_only_copy(binary, tmp_path / "copies")
+    assert again != copy and again.read_bytes() == binary.read_bytes()
+
+
+def test_the_harness_and_a_validator_run_from_execute_only_binaries(tmp_path):
+    from agentab.harnesses.npm import node_bin_dir
+
+    installation = SimpleNamespace(root=tmp_path / "harnesses" / "pi" / "1.0", node=node_bin_dir())
+    installation.root.mkdir(parents=True)
+    view = agent_view(tmp_path / "clone", tmp_path / "scratch", installation, [])
+    node = next(host for host, inside in view.read_only.items() if inside == f"{NODE}/bin/node")
+    assert node.is_relative_to(tmp_path / "harnesses" / ".execute-only")
+    assert stat.S_IMODE(node.stat().st_mode) == 0o111
+    assert view.mounts().index((node, f"{NODE}/bin/node", False)) > view.mounts().index(
+        (node_bin_dir().parent, NODE, False)
+    )  # bound over the readable one, after it
+    validator = validator_view(tmp_path / "c", tmp_path / "job" / "home", None, tmp_path, False)
+    interpreters = {i: h for h, i in validator.read_only.items() if i != "/inputs"}
+    python = Path(os.path.realpath("/usr/bin/python3"))
+    assert str(python) in interpreters and interpreters[str(python)].name == python.name
+    assert all(stat.S_IMODE(h.stat().st_mode) == 0o111 for h in interpreters.values())
+
+
+def test_a_process_started_from_an_execute_only_binary_keeps_its_memory_from_its_children(
+    tmp_path,
+):
+    # The kernel's rule this rests on, in a sandbox: the child opens its readable parent's
+    # memory (the control), never the one started from an execute-only copy.
+    script = (
+        'python3 -c \'import subprocess; subprocess.run(["sh", "-c", '
+        '"(: <> /proc/$PPID/mem) 2>/dev/null && echo open || echo closed"])\''
+    )
+    readable, _, _ = confined(tmp_path, script)
+    view = validator_view(tmp_path / "c", tmp_path / "job" / "home", None, tmp_path, False)
+    protected = View(read_only={h: i for h, i in view.read_only.items() if i != "/inputs"})
+    closed, err, _ = confined(tmp_path, script, protected)
+    assert (readable.strip(), closed.strip()) == ("open", "closed"), err

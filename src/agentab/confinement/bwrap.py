@@ -113,7 +113,11 @@ def bwrap_argv(view: View, argv: list[str], env: dict[str, str]) -> list[str]:
     mounts = view.mounts()
     under_etc = [(str(h), i) for h, i, _ in mounts if i.startswith("/etc/")]
     args += etc_arguments(under_etc)
-    args += ["--proc", "/proc", "--dev", "/dev"]
+    # bwrap's own first process (pid 1: it reaps, and reports the command's exit status)
+    # holds the sandbox's standard output and error, and bwrap makes it dumpable: through
+    # /proc/1/mem the agent could make it write lines into the harness's stream. Its folder
+    # is hidden under an empty read-only tmpfs (`memory.py` closes the other processes).
+    args += ["--proc", "/proc", "--tmpfs", "/proc/1", "--remount-ro", "/proc/1", "--dev", "/dev"]
     for folder in view.private:
         if view.private_size is not None:
             args += ["--size", str(view.private_size)]

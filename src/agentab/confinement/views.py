@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from agentab.confinement.bwrap import View
+from agentab.confinement.memory import interpreter_binds, node_binds
 
 WORKSPACE = "/workspace"  # the agent's clone, or a validator's checkout: read-write, its cwd
 AGENT = "/agent"  # the agent's scratch: its harness's config dir, HOME and TMPDIR
@@ -26,10 +27,14 @@ def agent_view(
 ) -> View:
     """The agent: its clone and scratch writable, its harness, Node.js and bricks read-only.
     Its /tmp is `tmp` (a folder of the run's capped space), else a private tmpfs of at most
-    `disk` bytes."""
+    `disk` bytes. Node.js runs from an execute-only copy: the harness is then not dumpable, and
+    the agent's commands cannot open its memory (`memory.py`)."""
     read_only = {Path(installation.root): HARNESS}
     if installation.node is not None:
-        read_only[Path(installation.node).parent] = NODE
+        node = Path(installation.node)
+        read_only[node.parent] = NODE
+        inside_bin = str(PurePosixPath(NODE) / node.name)
+        read_only.update(node_binds(node, Path(installation.root).parents[1], inside_bin))
     for brick in bricks:
         read_only[Path(brick.path)] = str(PurePosixPath(BRICKS) / brick.rel)
     writable = {Path(clone): WORKSPACE, Path(scratch): AGENT}
@@ -54,8 +59,11 @@ def validator_view(
 ) -> View:
     """A validator script: its checkout and HOME writable; its own folder and its inputs (the
     folder of its context file, transcript and patch) read-only; a private /tmp of at most
-    `disk` bytes (it runs the run's code, whose limits are the run's)."""
+    `disk` bytes (it runs the run's code, whose limits are the run's). It runs as an
+    execute-only copy of its interpreter (kept beside its HOME), so the code under test it
+    starts cannot open its memory (`memory.py`)."""
     read_only = {Path(inputs): INPUTS}
+    read_only.update(interpreter_binds(Path(home).parent / "execute-only"))
     if script_folder is not None:
         read_only[Path(script_folder)] = VALIDATOR
     return View(
