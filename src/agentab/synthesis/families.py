@@ -202,7 +202,7 @@ def runs_to_compare(result: SynthesisResult) -> list[dict]:
 
 def first_run(runs, cell: str, metric: str, task: str | None, value: bool) -> str | None:
     """The first valid run of the cell (in the task, if one is given) whose metric is `value`."""
-    ordered = sorted(runs, key=lambda run: (run.task, run.rep))
+    ordered = sorted((run for run in runs if run.cell == cell), key=lambda run: (run.task, run.rep))
     return next(
         (
             run.run
