@@ -67,6 +67,9 @@ def test_a_server_declared_to_serve_one_request_at_a_time_never_gets_two(
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
     assert len(measures_files(project)) == 4
+    # As a person sees it (the default profile): agentab's lines, none of Snakemake's per job.
+    assert "agentab: demo: 4/4 runs measured (4 valid); read results/demo/synthesis.md" in output
+    assert "localrule" not in output and "Select jobs" not in output
     if concurrency:
         assert "agentab: at most 1 agent run at a time against demo: [providers.local]" in output
         assert server.most_held == 1
