@@ -7,6 +7,7 @@ output that carries its metrics, would then say what the agent wanted. A seccomp
 to bwrap (`--seccomp`), makes those calls fail with EPERM for every process of the sandbox. (The
 other door, opening `/proc/<pid>/fd/1`, is shut by giving the process a socket, not a pipe, for
 its output: a socket cannot be opened through /proc.) A debugger cannot run in a sandbox.
+`/proc/<pid>/mem` and its kin are paths, which a filter cannot see: `memory.py` closes them.
 """
 
 from __future__ import annotations
