@@ -226,7 +226,7 @@ def test_a_brick_every_turn_carried_says_so(tmp_path):
         log(tmp_path, f"You are pi.\n{RULE}", "high", count=3), None,
     )  # fmt: skip
     assert receipt["bricks"][0]["delivered"] is True
-    assert "every later turn (requests 1 to 3)" in receipt["bricks"][0]["evidence"]
+    assert "as in every turn of the run (requests 1 to 3)" in receipt["bricks"][0]["evidence"]
 
 
 def test_a_skill_a_later_turn_no_longer_lists_is_not_delivered(tmp_path):

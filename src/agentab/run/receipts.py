@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentab.harnesses.base import ANY_REASONING
+from agentab.harnesses.base import ANY_REASONING, front_matter
 from agentab.offline_model import wire
 from agentab.offline_model.origin import HARNESS
 from agentab.runfiles import RECEIPT_VERSION, ReceiptJson
@@ -157,18 +157,9 @@ def skill_identity(folder: Path) -> tuple[str, str]:
     """A skill's name and description, from its SKILL.md front matter (the load refuses a
     skill without them). A description folded over several lines is one line here."""
     text = (folder / "SKILL.md").read_text(encoding="utf-8-sig")
-    found = re.match(r"---\r?\n(.*?)\r?\n---", text, re.S)
-    fields: dict[str, str] = {}
-    key = None
-    for line in (found.group(1) if found else "").splitlines():
-        if key and line[:1] in (" ", "\t"):  # a continuation of the value above
-            fields[key] += " " + line.strip()
-            continue
-        key, _, value = line.partition(":")
-        key = key.strip()
-        fields[key] = value.strip()
-    unquoted = {k: squeeze(v.strip("\"'>|")) for k, v in fields.items()}
-    return unquoted.get("name", ""), unquoted.get("description", "")
+    fields, _ = front_matter(text) or ({}, "")
+    name, description = (fields.get(key) for key in ("name", "description"))
+    return squeeze(str(name or "")), squeeze(str(description or ""))
 
 
 def skill_announced(name: str, description: str, request: Request) -> bool:
@@ -234,7 +225,7 @@ def brick_entry(brick, harness, turns: list[Request]) -> dict:
             return entry | {"delivered": False, "evidence": evidence}
     delivered, evidence = verdicts[0]
     if delivered and len(turns) > 1:
-        evidence += f", and so does every later turn (requests {turns[0].seq} to {turns[-1].seq})"
+        evidence += f", as in every turn of the run (requests {turns[0].seq} to {turns[-1].seq})"
     return entry | {"delivered": delivered, "evidence": evidence}
 
 
