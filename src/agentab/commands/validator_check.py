@@ -19,6 +19,7 @@ import secrets
 import shutil
 from pathlib import Path
 
+from agentab.confinement.bwrap import require_sandbox
 from agentab.errors import Problem, problem
 from agentab.etalon import checkout_with_patch
 from agentab.run.setup import run_setup
@@ -46,6 +47,8 @@ def try_validators(
     problems: list[Problem] = []
     returned: set[str] = set()
     tried = [spec for spec in scenario.validators.values() if spec.mode in TRIED_MODES]
+    if tried:  # a sandbox that cannot start is this machine's problem, not a validator's
+        require_sandbox(confinement)
     folder = (state / "work").absolute() / secrets.token_hex(10)
     claim(folder)  # killed, its folder is removed at the workflow's next start
     try:
