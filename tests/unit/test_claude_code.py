@@ -299,3 +299,24 @@ def test_token_counting_is_a_side_reply():
     )
     assert answer[0] == 200 and answer[1]["input_tokens"] >= 1
     assert anthropic_messages.side_reply("POST", "/v1/messages", {}, None) is None
+
+
+@pytest.mark.parametrize(
+    "head, tools, description",
+    [
+        ("tools: Read, Grep", ["Read", "Grep"], "Reviews."),
+        ("tools: [Read, Grep]", ["Read", "Grep"], "Reviews."),  # YAML's list, not a string
+        ("tools:\n  - Read\n  - Grep", ["Read", "Grep"], "Reviews."),
+        ("description: >\n  Reviews\n  twice.", None, "Reviews twice."),
+        ("description: Use it when: a review", None, "Use it when: a review"),  # not YAML
+    ],
+)
+def test_an_agent_definition_is_read_from_its_yaml_front_matter(tmp_path, head, tools, description):
+    from agentab.harnesses.claude_code import agent_definition
+
+    lines = ["name: reviewer", head] + ([] if "description" in head else ["description: Reviews."])
+    path = tmp_path / "reviewer.md"
+    path.write_text("\ufeff---\n" + "\n".join(lines) + "\n---\nReview the change.\n")
+    name, definition = agent_definition(BrickFile("agents", "reviewer.md", path, "0" * 64), path)
+    assert name == "reviewer" and definition["prompt"] == "Review the change."
+    assert definition["description"] == description and definition.get("tools") == tools

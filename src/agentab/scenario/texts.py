@@ -9,14 +9,12 @@ byte-order mark, which some editors write, is dropped rather than refused.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from agentab.harnesses.base import front_matter
 from agentab.scenario.source import BYTE_ORDER_MARK, Collector
 
 SAVE_AS_UTF8 = "save it as UTF-8 text"
-# The front matter every harness reads a skill's name and description from.
-FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(\r?\n|\Z)", re.DOTALL)
 SKILL_FIELDS = ("name", "description")
 SKILL_EXAMPLE = "---\\nname: run-tests\\ndescription: When to use this skill, in one line.\\n---"
 
@@ -75,11 +73,7 @@ def check_brick_text(kind: str, path: Path, rel: str, key: str, sink: Collector)
 
 
 def missing_skill_fields(text: str) -> list[str]:
-    """The front-matter fields a SKILL.md lacks (a field written but left empty counts)."""
-    found = FRONT_MATTER.match(text)
-    block = found.group(1) if found else ""
-    return [
-        field
-        for field in SKILL_FIELDS
-        if not re.search(rf"^{field}[ \t]*:[ \t]*\S", block, re.MULTILINE)
-    ]
+    """The front-matter fields a SKILL.md lacks (a field written but left empty counts): the
+    front matter every harness reads a skill's name and description from."""
+    fields, _ = front_matter(text) or ({}, "")
+    return [field for field in SKILL_FIELDS if not str(fields.get(field) or "").strip()]
