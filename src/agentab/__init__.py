@@ -18,15 +18,6 @@ for the synthesis's libraries (half a second, pandas another).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from agentab.errors import AgentabError
-    from agentab.scenario import load_scenario
-    from agentab.synthesis.runs.frame import read_results
-    from agentab.synthesis.synthesize import synthesize
-
 __all__ = ["AgentabError", "load_scenario", "read_results", "synthesize"]
 
 # Each public name -> the module that defines it; moving one changes this line only.
@@ -41,6 +32,8 @@ _HOMES = {
 def __getattr__(name: str):
     if name not in _HOMES:
         raise AttributeError(f"module 'agentab' has no attribute {name!r}")
+    import importlib  # here: every step's process imports this file, and pays for what it imports
+
     value = getattr(importlib.import_module(_HOMES[name]), name)
     globals()[name] = value  # once: the next use is a plain attribute
     return value

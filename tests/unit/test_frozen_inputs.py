@@ -15,7 +15,6 @@ from agentab.run.frozen_inputs import (
     agent_inputs,
     frozen_copy,
     inputs_view,
-    remember_inputs,
     scenario_inputs,
     validator_files_param,
     validator_inputs,
@@ -128,8 +127,7 @@ def test_a_folder_of_another_validators_own_within_its_folder_is_not_its_input(s
 def test_inputs_are_hashed_once_per_loaded_scenario_and_a_later_edit_is_refused(
     scenario, tmp_path: Path
 ) -> None:
-    # As the step server does before it forks any step: the hashes of the workflow's start.
-    remember_inputs(scenario)
+    # The hashes of the moment the step loaded its scenario.
     (rubric, _, _) = validator_inputs(scenario, scenario.validators["on_task"])
     (scenario.dir / "rubrics" / "on_task.md").write_text("edited while the workflow runs\n")
     assert validator_inputs(scenario, scenario.validators["on_task"])[0] == rubric

@@ -86,22 +86,13 @@ def policy_input(scenario, policy: str) -> FrozenInput:
 
 
 def remembered(scenario, key: tuple, make):
-    """An input hashed once per loaded scenario: the step server loads the scenarios when the
-    workflow starts (`remember_inputs`), so its forks use the hashes of that moment, as they use
-    its bricks' (an edit made later is refused as a changed input, and the next invocation
-    reruns what it touches)."""
+    """An input hashed once per loaded scenario: a step uses the hashes of the moment it loaded
+    its scenario, as it uses its bricks' (an edit made later is refused as a changed input, and
+    the next invocation reruns what it touches)."""
     known = scenario.__dict__.setdefault("_frozen_inputs", {})
     if key not in known:
         known[key] = make()
     return known[key]
-
-
-def remember_inputs(scenario) -> None:
-    """Hash every input of a loaded scenario now (the step server, before it forks a step)."""
-    for cell in scenario.run_cells:
-        agent_inputs(scenario, cell)
-    for spec in scenario.validators.values():
-        validator_inputs(scenario, spec)
 
 
 def agent_inputs(scenario, cell) -> tuple[FrozenInput, ...]:

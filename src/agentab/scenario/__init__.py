@@ -8,7 +8,7 @@ what the rest of agentab imports.
 
 from agentab.scenario.bricks import content_sha256
 from agentab.scenario.durations import parse_duration
-from agentab.scenario.load import load_for_steps, load_scenario, load_scenario_for_step
+from agentab.scenario.load import load_scenario, load_scenario_for_step
 from agentab.scenario.types import AgentConfig, Brick, Cell, Etalon, Scenario, ValidatorSpec
 
 __all__ = [
@@ -19,7 +19,6 @@ __all__ = [
     "Scenario",
     "ValidatorSpec",
     "content_sha256",
-    "load_for_steps",
     "load_scenario",
     "load_scenario_for_step",
     "parse_duration",

@@ -66,43 +66,10 @@ def load_scenario(
     return _load(path, check_etalon, check_bricks, check_schema=True)
 
 
-# Scenarios the step server loaded before forking its steps: (file identity, check_bricks) ->
-# the scenario. Empty in any other process.
-_LOADED_FOR_STEPS: dict[tuple, Scenario] = {}
-
-
 def load_scenario_for_step(path: Path | str, *, check_bricks: bool) -> Scenario:
     """The scenario as a workflow step loads it: the workflow checked the file, its schema and
-    its etalon when it built the step's job (`check_schema=False` above).
-
-    In a fork of the step server (agentab.workflow.step_server) it is the one the server loaded, as long
-    as the file is the same (device, inode, size, modification time): an edited file is loaded
-    again."""
-    key = _file_identity(Path(path).absolute())
-    known = _LOADED_FOR_STEPS.get((key, check_bricks)) if key else None
-    if known is not None:
-        return known
+    its etalon when it built the step's job (`check_schema=False` above)."""
     return load_scenario(path, check_etalon=False, check_bricks=check_bricks, check_schema=False)
-
-
-def load_for_steps(paths: list[str]) -> None:
-    """In the step server, before it forks any step: what `load_scenario_for_step` finds."""
-    for path in paths:
-        key = _file_identity(Path(path).absolute())
-        if key is None:
-            continue  # each step says what is wrong with it
-        for check_bricks in (True, False):
-            _LOADED_FOR_STEPS[key, check_bricks] = load_scenario(
-                path, check_etalon=False, check_bricks=check_bricks, check_schema=False
-            )
-
-
-def _file_identity(path: Path) -> tuple | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None  # the load says what is wrong
-    return (str(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 def _load(path: Path, check_etalon: bool, check_bricks: bool, check_schema: bool) -> Scenario:

@@ -306,33 +306,6 @@ def _http_client() -> anthropic.DefaultHttpxClient:
     return anthropic.DefaultHttpxClient(trust_env=False)
 
 
-# A reply as the Messages API gives it, for `warm_up`.
-_SAMPLE_REPLY = {
-    "id": "msg_warm_up",
-    "type": "message",
-    "role": "assistant",
-    "model": "warm-up",
-    "content": [{"type": "text", "text": "{}"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 1, "output_tokens": 1},
-}
-
-
-def warm_up() -> None:
-    """Called once by the step server (agentab.workflow.step_server) before it forks any step: what the
-    first request of every judge job would pay otherwise, about 0.2 s on 2 cores. The HTTP
-    client, unused until a fork sends its request, and the SDK's parser of a reply, which
-    pydantic builds on first use."""
-    _http_client()
-    # `construct_type` is the SDK's own parser of a reply, and private: without it, each judge
-    # job's first reply is parsed a few tens of milliseconds slower, and nothing else changes.
-    with contextlib.suppress(Exception):
-        from anthropic._models import construct_type
-
-        construct_type(type_=anthropic.types.Message, value=_SAMPLE_REPLY)
-
-
 class _JudgeGaveUp(Exception):
     """No verdict after the allowed attempts, or an error that retrying cannot fix."""
 

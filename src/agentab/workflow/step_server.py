@@ -39,7 +39,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from agentab.scenario import load_for_steps, load_scenario_for_step
+from agentab.scenario import load_scenario_for_step
 from agentab.workflow.step_client import (
     HEADER,
     STANDARD_STREAMS,
@@ -151,36 +151,17 @@ def serve(owner: int, preload: list[str], scenarios: list[str] = ()) -> None:
         # must outlive its steps to report their exit statuses.
         signal.signal(signum, signal.SIG_IGN)
     lean = [name for name in preload if name != JUDGE_MODULE]
-    import_and_warm_up(lean)
-    load_for_steps(list(scenarios))
-    remember_scenario_inputs(list(scenarios))  # hashed now, as the workflow starts
+    import_modules(lean)
     judge = JudgeServer.start(owner) if JUDGE_MODULE in preload else None
     Server(owner, server_name(owner), judge).serve(lean)
 
 
-def remember_scenario_inputs(paths: list[str]) -> None:
-    """The frozen inputs of each scenario the forks get, hashed before any fork
-    (`run/frozen_inputs.py`)."""
-    from agentab.errors import AgentabError
-    from agentab.run.frozen_inputs import remember_inputs
-
-    for path in paths:
-        for check_bricks in (True, False):
-            try:
-                remember_inputs(load_scenario_for_step(path, check_bricks=check_bricks))
-            except (AgentabError, OSError):  # each step says what is wrong with its scenario
-                continue
-
-
-def import_and_warm_up(modules: list[str]) -> None:
+def import_modules(modules: list[str]) -> None:
     import gc
     import importlib
 
     for name in modules:
-        module = importlib.import_module(name)
-        # What the first use of a module costs in each step, paid once here (a judge's client).
-        if callable(getattr(module, "warm_up", None)):
-            module.warm_up()
+        importlib.import_module(name)
     # What is imported now is never collected: a fork's collector leaves it be, and does not
     # copy every page it would otherwise touch.
     gc.freeze()
@@ -204,7 +185,7 @@ class JudgeServer:
             code = 1
             try:
                 os.close(ready_reader)
-                import_and_warm_up([JUDGE_MODULE])
+                import_modules([JUDGE_MODULE])
                 Server(owner, name, None, ready_writer).serve([JUDGE_MODULE])
                 code = 0
             except BaseException:
