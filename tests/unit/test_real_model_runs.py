@@ -14,15 +14,20 @@ run none of whose requests was answered is the provider's fault.
 
 from __future__ import annotations
 
+import http.client
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from agentab.harnesses import get_harness
 from agentab.harnesses.base import HarnessFault
 from agentab.harnesses.pi import pi_transcript, read_pi_stream
-from agentab.run.recording_proxy import refuse_a_run_never_answered
+from agentab.offline_model import local_server
+from agentab.run.recording_proxy import recording, refuse_a_run_never_answered
 from agentab.trajectory import behaviour
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pi"
@@ -73,3 +78,50 @@ def test_a_run_cut_while_the_server_worked_on_its_next_turn_is_its_timeout(tmp_p
 def test_a_run_whose_only_request_waited_behind_another_run_is_a_fault(tmp_path):
     with pytest.raises(HarnessFault, match="1 request sent, none answered"):
         refuse_a_run_never_answered(proxy_log(tmp_path, None), "http://127.0.0.1:8080")
+
+
+class SlowModel(BaseHTTPRequestHandler):
+    """A model server that has begun its streamed reply and writes on slowly (a long reply of a
+    real model on 2 busy cores), until the test lets it finish."""
+
+    released = threading.Event()
+
+    def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        delta = {"choices": [{"index": 0, "delta": {"content": "To fix the `mean` function"}}]}
+        self.wfile.write(b"data: " + json.dumps(delta).encode() + b"\n\n")
+        self.wfile.flush()
+        self.released.wait(10)
+
+
+def test_a_run_cut_while_its_only_reply_was_streaming_is_its_timeout_not_a_fault(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(local_server, "HANDLERS_GRACE_S", 0.2)
+    SlowModel.released = threading.Event()
+    model = ThreadingHTTPServer(("127.0.0.1", 0), SlowModel)
+    threading.Thread(target=model.serve_forever, daemon=True).start()
+    log = tmp_path / "model-requests.jsonl"
+    try:
+        endpoint = f"http://127.0.0.1:{model.server_address[1]}"
+        with recording(endpoint, log, 30) as url:
+            connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=10)
+            body = {"model": "qwen2.5-coder", "stream": True, "messages": []}
+            connection.request("POST", "/v1/chat/completions", body=json.dumps(body).encode())
+            reply = connection.getresponse()
+            assert reply.status == 200 and b"To fix" in reply.read1(65536)
+        # The run ended (its timeout) while the reply was coming: the server answered, the
+        # model was slow or endless. That is the agent's outcome, measured, never redone.
+        (line,) = [json.loads(text) for text in log.read_text().splitlines()]
+        assert line["reply"] == {"status": 200, "cut": True}
+        refuse_a_run_never_answered(log, endpoint)
+    finally:
+        SlowModel.released.set()
+        model.shutdown()
+        model.server_close()

@@ -169,6 +169,7 @@ class RecordingProxy(LocalServer):
         self._lock = threading.Lock()
         self._requests = 0
         self._in_flight: dict[int, dict] = {}
+        self._begun: dict[int, ReplySummary] = {}  # in flight, their reply begun
         self._closed = False
         self.tool_calls = ToolCallWatch()
 
@@ -186,8 +187,15 @@ class RecordingProxy(LocalServer):
             self._in_flight[self._requests] = {"seq": self._requests, **record}
             return self._requests
 
+    def replying(self, seq: int, summary: ReplySummary) -> None:
+        """The provider's reply to `seq` has begun: its status and headers came."""
+        with self._lock:
+            if seq in self._in_flight:
+                self._begun[seq] = summary
+
     def finish(self, seq: int, reply: dict | None) -> None:
         with self._lock:
+            self._begun.pop(seq, None)
             record = self._in_flight.pop(seq, None)
             if record is not None and not self._closed:
                 self._write({**record, "reply": reply})
@@ -198,11 +206,17 @@ class RecordingProxy(LocalServer):
         self.finish(seq, reply)
 
     def close_log(self) -> None:
-        """Requests still unanswered when the run ends are kept, with no reply, in order."""
+        """Requests still unanswered when the run ends are kept, with no reply, in order. One
+        whose reply had begun (a real model writing slowly, or without end, when the run's
+        timeout came) was answered: it is kept with its status and `cut`, and the run is the
+        agent's outcome, not a provider that never answered."""
         with self._lock:
             for seq in sorted(self._in_flight):
-                self._write({**self._in_flight[seq], "reply": None})
+                begun = self._begun.get(seq)
+                reply = None if begun is None else {"status": begun.status, "cut": True}
+                self._write({**self._in_flight[seq], "reply": reply})
             self._in_flight.clear()
+            self._begun.clear()
             self._closed = True
 
     def _write(self, record: dict) -> None:
@@ -260,6 +274,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
             upstream.request(method, self._upstream_path(), body=raw, headers=self._forwarded(api))
             reply = upstream.getresponse()
             summary = ReplySummary(api, reply.status, reply.getheader("Content-Type", ""), secrets)
+            self.server.replying(seq, summary)
             encoding = (reply.getheader("Content-Encoding") or "identity").strip().lower()
             if encoding != "identity":
                 raise http.client.HTTPException(
