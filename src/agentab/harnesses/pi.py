@@ -29,7 +29,6 @@ import json
 import re
 from pathlib import Path
 
-from agentab.errors import AgentabError, problem
 from agentab.harnesses.base import (
     ANY_REASONING,
     DeclaredTools,
@@ -47,7 +46,7 @@ from agentab.harnesses.base import (
     transcript_result,
 )
 from agentab.harnesses.npm import NpmPackage, base_path
-from agentab.harnesses.shared import brick_text, constructed_env
+from agentab.harnesses.shared import brick_text, constructed_env, refused_brick
 
 # The offline model costs nothing, and pi is told so (its stream then reports 0, not a guess).
 OFFLINE_COST = {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0}
@@ -211,14 +210,7 @@ def brick_arguments(brick, agent_dir: Path, files: dict) -> tuple[list[str], str
         target = agent_dir / "agents" / Path(brick.path).name
         files[target] = brick_text(brick)
         return [], f"copied to <agent dir>/agents/{target.name}"
-    raise AgentabError(
-        problem(
-            "scenario",
-            brick.kind,
-            f"pi cannot take a brick of kind {brick.kind!r}",
-            "use context_files, extensions, skills or agents",
-        )
-    )
+    raise refused_brick("pi", brick, "context_files, extensions, skills or agents")
 
 
 def offline_models_json(spec: RunSpec) -> str:

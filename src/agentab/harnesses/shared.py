@@ -51,6 +51,20 @@ def brick_text(brick, path: Path | None = None) -> str:
     return text
 
 
+def refused_brick(harness: str, brick, takes: str, reason: str = "") -> AgentabError:
+    """The error for a brick of a kind `harness` (as a person names it) cannot take by
+    explicit path: agentab never lets discovery bring it in instead."""
+    why = f": {reason}" if reason else ""
+    return AgentabError(
+        problem(
+            "scenario",
+            brick.kind,
+            f"{harness} cannot take a brick of kind {brick.kind!r} ({brick.rel}){why}",
+            f"use {takes}",
+        )
+    )
+
+
 def copy_brick(brick, source: Path, target: Path, files: dict[Path, str]) -> None:
     """`source` (a file, or every file of a folder, by its path below it) copied to `target` in
     the run's scratch dir, as `files` of the invocation."""

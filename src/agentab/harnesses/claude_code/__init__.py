@@ -49,7 +49,7 @@ from agentab.harnesses.base import (
 )
 from agentab.harnesses.claude_code.stream import claude_transcript, read_claude_stream
 from agentab.harnesses.npm import NpmPackage, base_path
-from agentab.harnesses.shared import brick_text, constructed_env, copy_brick
+from agentab.harnesses.shared import brick_text, constructed_env, copy_brick, refused_brick
 
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
 THINKING_LEVELS = ("off", *EFFORT_LEVELS)
@@ -293,14 +293,7 @@ def brick_arguments(bricks, scratch: Path, files: dict) -> tuple[list[str], dict
             argv += [flag, str(path)]
             passed_as[brick.rel] = f"{flag} {path}"
         else:
-            raise AgentabError(
-                problem(
-                    "scenario",
-                    brick.kind,
-                    f"Claude Code cannot take a brick of kind {brick.kind!r}",
-                    "use context_files, extensions, skills or agents",
-                )
-            )
+            raise refused_brick("Claude Code", brick, "context_files, extensions, skills or agents")
     if agents:
         files[scratch / "agents.json"] = json.dumps(agents, indent=2)
         argv += ["--agents", str(scratch / "agents.json")]

@@ -64,7 +64,7 @@ from agentab.harnesses.base import (
 )
 from agentab.harnesses.gemini.stream import gemini_transcript, read_gemini_stream
 from agentab.harnesses.npm import NpmPackage, base_path
-from agentab.harnesses.shared import brick_text, constructed_env, copy_brick
+from agentab.harnesses.shared import brick_text, constructed_env, copy_brick, refused_brick
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 # Gemini 2.5 (and any model that is not Gemini 3, the offline model included): a token budget.
@@ -350,13 +350,8 @@ def place_brick(brick, number, gemini_dir, files, context_names, extension_names
         files[gemini_dir / "agents" / source.name] = brick_text(brick)
         return f"copied to ~/.gemini/agents/{source.name}"
     reason = {"skills": SKILLS_REFUSED}.get(brick.kind, "Gemini CLI has no such kind")
-    raise AgentabError(
-        problem(
-            "scenario",
-            brick.kind,
-            f"Gemini CLI cannot take a brick of kind {brick.kind!r} ({brick.rel}): {reason}",
-            "use context_files, extensions or agents with harness gemini",
-        )
+    raise refused_brick(
+        "Gemini CLI", brick, "context_files, extensions or agents with harness gemini", reason
     )
 
 
