@@ -371,3 +371,34 @@ def test_the_agent_cannot_change_its_treatment_in_its_harness_memory(
     assert not any(RULE_WORDS[1] in system for system in systems)
     assert "'Permission denied'" in transcript.split("ZQCOUNT")[1][:200], transcript[-3000:]
     assert bricks[0]["delivered"] is True and receipt["delivered"] is True, receipt
+
+
+# A native harness is its own executable: waiting on its standard input, its memory is tried.
+NATIVE = {"codex": ["app-server"], "claude-code": ["-p"]}
+
+
+@pytest.mark.parametrize("name", sorted(NATIVE))
+def test_a_native_harness_is_out_of_its_agents_reach_too(tmp_path, request, name):
+    installed = {"codex": "codex_installation", "claude-code": "claude_installation"}[name]
+    installation = request.getfixturevalue(installed)
+    binary = Path(get_harness(name).command(installation)[0])
+    inside = f"/opt/harness/{binary.relative_to(installation.root)}"
+    clone, scratch = tmp_path / "clone", tmp_path / "scratch"
+    clone.mkdir()
+    scratch.mkdir()
+    view = agent_view(clone, scratch, installation, [], harness_binary=binary)
+    assert any(i == inside for i in view.read_only.values())
+    wait = " ".join(NATIVE[name])
+    probe = (
+        f"sleep 4 | {inside} {wait} >/dev/null 2>&1 & sleep 1.5; "
+        "(: <> /proc/$!/mem) 2>/dev/null && echo mem open || echo mem closed; "
+        "head -c 1 /proc/$!/environ >/dev/null 2>&1 && echo environ open || echo environ closed"
+    )
+    argv, env = ["/bin/bash", "-c", probe], {**ENV, "HOME": "/tmp"}
+    control = View(**{**view.__dict__, "read_only": {
+        h: i for h, i in view.read_only.items() if i != inside
+    }})  # fmt: skip
+    opened = confined(tmp_path, argv, control, env)  # its binary readable: the door open
+    assert (shown(opened, "mem"), shown(opened, "environ")) == ("open", "open"), opened
+    output = confined(tmp_path, argv, view, env)
+    assert (shown(output, "mem"), shown(output, "environ")) == ("closed", "closed"), output

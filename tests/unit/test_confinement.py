@@ -342,6 +342,15 @@ def test_the_harness_and_a_validator_run_from_execute_only_binaries(tmp_path):
     assert view.mounts().index((node, f"{NODE}/bin/node", False)) > view.mounts().index(
         (node_bin.parent, NODE, False)
     )  # bound over the readable one, after it
+    # A native harness (Claude Code, Codex CLI): its own executable, at its path in the install.
+    native = installation.root / "node_modules" / "x" / "bin" / "harness"
+    native.parent.mkdir(parents=True)
+    native.write_bytes(b"\x7fELF native")
+    view = agent_view(tmp_path / "c", tmp_path / "s", installation, [], harness_binary=native)
+    copy = next(
+        h for h, i in view.read_only.items() if i == "/opt/harness/node_modules/x/bin/harness"
+    )
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o111 and copy.read_bytes() == native.read_bytes()
     validator = validator_view(tmp_path / "c", tmp_path / "job" / "home", None, tmp_path, False)
     interpreters = {i: h for h, i in validator.read_only.items() if i != "/inputs"}
     python = Path(os.path.realpath("/usr/bin/python3"))

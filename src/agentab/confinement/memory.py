@@ -10,7 +10,8 @@ namespace, which no process of a sandbox has (`--cap-drop ALL`). And the kernel 
 not dumpable when it was started from a file its user cannot read (fs/exec.c, `would_dump`).
 
 So the processes to protect start from a private copy of their binary whose mode is execute
-only (0111): the harness's Node.js, and a validator's interpreters (`python3`, `sh`, `bash`).
+only (0111): the harness's Node.js or its own native executable (Claude Code, Codex CLI), and a
+validator's interpreters (`python3`, `sh`, `bash`).
 The copy is bound read-only over the binary's path inside, so the command line is unchanged;
 the sandbox user owns it (host root maps to it) but cannot read it, and cannot change its mode
 on a read-only mount. What the protected process starts from a readable binary (the agent's
@@ -32,7 +33,7 @@ import threading
 from pathlib import Path
 
 EXECUTE_ONLY = 0o111
-# Where a harness's execute-only Node.js is kept, in the harnesses' folder (once per binary).
+# Where a harness's execute-only binaries are kept, in the harnesses' folder (once per binary).
 COPIES_FOLDER = ".execute-only"
 # A validator's interpreters: what a script validator, its `tests` runner and the code under
 # test they start run as (found on the system's PATH, as a validator's PATH has them).
@@ -59,10 +60,9 @@ def execute_only_copy(binary: Path, folder: Path) -> Path:
     return copy
 
 
-def node_binds(node_bin: Path, harnesses_dir: Path, inside_bin: str) -> dict[Path, str]:
-    """The harness's Node.js, execute only, over its path inside (`inside_bin`/node)."""
-    copy = execute_only_copy(Path(node_bin) / "node", Path(harnesses_dir) / COPIES_FOLDER)
-    return {copy: f"{inside_bin}/node"}
+def node_binds(node_bin: Path, copies: Path, inside_bin: str) -> dict[Path, str]:
+    """The harness's Node.js, execute only (kept in `copies`), over `inside_bin`/node."""
+    return {execute_only_copy(Path(node_bin) / "node", copies): f"{inside_bin}/node"}
 
 
 def interpreter_binds(folder: Path) -> dict[Path, str]:

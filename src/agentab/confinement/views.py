@@ -9,7 +9,12 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from agentab.confinement.bwrap import View
-from agentab.confinement.memory import interpreter_binds, node_binds
+from agentab.confinement.memory import (
+    COPIES_FOLDER,
+    execute_only_copy,
+    interpreter_binds,
+    node_binds,
+)
 
 WORKSPACE = "/workspace"  # the agent's clone, or a validator's checkout: read-write, its cwd
 AGENT = "/agent"  # the agent's scratch: its harness's config dir, HOME and TMPDIR
@@ -23,18 +28,29 @@ CACHE = "/cache"  # the setup's download cache, shared across runs
 
 
 def agent_view(
-    clone: Path, scratch: Path, installation, bricks, tmp: Path | None = None, disk=None
+    clone: Path,
+    scratch: Path,
+    installation,
+    bricks,
+    tmp: Path | None = None,
+    disk=None,
+    harness_binary: Path | None = None,
 ) -> View:
     """The agent: its clone and scratch writable, its harness, Node.js and bricks read-only.
     Its /tmp is `tmp` (a folder of the run's capped space), else a private tmpfs of at most
-    `disk` bytes. Node.js runs from an execute-only copy: the harness is then not dumpable, and
-    the agent's commands cannot open its memory (`memory.py`)."""
-    read_only = {Path(installation.root): HARNESS}
+    `disk` bytes. Node.js, and `harness_binary` (the executable that starts a native harness,
+    in its install), run from execute-only copies: the harness is then not dumpable, and the
+    agent's commands cannot open its memory (`memory.py`)."""
+    root = Path(installation.root)
+    copies = root.parents[1] / COPIES_FOLDER
+    read_only = {root: HARNESS}
     if installation.node is not None:
         node = Path(installation.node)
         read_only[node.parent] = NODE
-        inside_bin = str(PurePosixPath(NODE) / node.name)
-        read_only.update(node_binds(node, Path(installation.root).parents[1], inside_bin))
+        read_only.update(node_binds(node, copies, str(PurePosixPath(NODE) / node.name)))
+    if harness_binary is not None and Path(harness_binary).is_relative_to(root):
+        inside = PurePosixPath(HARNESS) / Path(harness_binary).relative_to(root)
+        read_only[execute_only_copy(Path(harness_binary), copies)] = str(inside)
     for brick in bricks:
         read_only[Path(brick.path)] = str(PurePosixPath(BRICKS) / brick.rel)
     writable = {Path(clone): WORKSPACE, Path(scratch): AGENT}

@@ -151,8 +151,9 @@ def run_agent(
             spec = replace(spec, model_base_url=base_url)
             return _run_prepared(harness, installation, spec, files, prepared, None, path)
         view = agent_view(
-            spec.clone, spec.scratch, installation, spec.bricks, workspace.tmp, limits.disk
-        )
+            spec.clone, spec.scratch, installation, spec.bricks, workspace.tmp, limits.disk,
+            harness_binary=Path(harness.command(installation)[0]),
+        )  # fmt: skip
         spec = replace(spec, model_base_url=ENDPOINT_URL, confined=True)
         sandbox = Sandbox(view, endpoint=base_url)
         return _run_prepared(harness, installation, spec, files, prepared, sandbox, path)
