@@ -11,12 +11,13 @@ not dumpable when it was started from a file its user cannot read (fs/exec.c, `w
 
 So the processes to protect start from a private copy of their binary whose mode is execute
 only (0111): the harness's Node.js or its own native executable (Claude Code, Codex CLI), and a
-validator's interpreters (`python3`, `sh`, `bash`).
-The copy is bound read-only over the binary's path inside, so the command line is unchanged;
-the sandbox user owns it (host root maps to it) but cannot read it, and cannot change its mode
-on a read-only mount. What the protected process starts from a readable binary (the agent's
-shell, the code under test) is dumpable as usual: it can reach its own children, never its
-parent. The other doors are closed elsewhere: `ptrace`, `process_vm_*` and `pidfd_getfd` by
+validator's interpreters (`python3`, `sh`, `bash`). The copy is bound read-only over the
+binary's path inside, so the command line is unchanged; the sandbox user owns it (host root
+maps to it) but cannot read it, and cannot change its mode on a read-only mount. (Root of a
+user namespace of its own making may read it; the running harness's memory still asks for a
+capability in the sandbox's namespace: measured refused.) What the protected process starts
+from a readable binary (the agent's shell, the code under test) is dumpable as usual: it can
+reach its own children, never its parent. The other doors are closed elsewhere: `ptrace`, `process_vm_*` and `pidfd_getfd` by
 `seccomp.py`; bwrap's own first process, which bwrap makes dumpable again and which holds the
 sandbox's standard output, by hiding `/proc/1` (`bwrap.py`); Node's inspector, which a
 `SIGUSR1` would open on 127.0.0.1:9229, by `--disable-sigusr1` (`harnesses/npm.py`).
