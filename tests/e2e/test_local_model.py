@@ -32,11 +32,22 @@ def local_model(tmp_path_factory):
         yield server
 
 
-def local_project(tmp_path, server, repetitions=3):
+# The scenario's task ("Fix it.") is answered in prose by this model as often as with a call
+# (docs/local-models.md): a test of the path asks for the tests by name, which it answers with a
+# call. The experiment itself keeps its task as it is.
+TASK = "Run the tests with `python3 -m unittest`, then fix `mean` in calc.py so that they pass."
+
+
+def local_project(tmp_path, server, repetitions=3, *, timeout="6m", max_tokens=512):
+    """The local-model scenario pointed at `server`, with the e2e's task and limits: a run ends
+    within `timeout` (a fault, never a pass, if the server has not answered by then)."""
     project = make_project(tmp_path / "project", HARNESSES_DIR, repetitions, "local-model")
     shutil.copytree(REPO / "scenarios" / "demo", project / "demo")  # its etalon
     scenario = project / "local-model" / "scenario.toml"
     text = re.sub(r'(?m)^url = "[^"]*"', f'url = "{server.url}"', scenario.read_text())
+    text = re.sub(r"(?m)^prompt = .*$", f"prompt = {json.dumps(TASK)}", text)
+    text = re.sub(r'(?m)^timeout = "10m"', f"timeout = {timeout!r}", text)
+    text = re.sub(r"(?m)^max_tokens = \d+", f"max_tokens = {max_tokens}", text)
     scenario.write_text(text)
     return project, scenario
 
@@ -126,7 +137,9 @@ def test_a_real_model_calls_tools_that_run_in_the_sandbox_and_are_measured(
 
 
 def test_pi_reaches_the_same_server_by_anthropic_messages(tmp_path, pi_installation, local_model):
-    project, scenario = local_project(tmp_path, local_model, repetitions=1)
+    # Replies cut at 128 tokens: the path is under test, and a cut reply (pi's `length`) is a
+    # completed run.
+    project, scenario = local_project(tmp_path, local_model, repetitions=1, max_tokens=128)
     text = scenario.read_text().replace('api = "openai-completions"', 'api = "anthropic-messages"')
     scenario.write_text(text)
     done = snakemake(project, timeout=900)

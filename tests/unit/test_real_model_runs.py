@@ -6,6 +6,8 @@ recorded against Qwen2.5-Coder-1.5B-Instruct on llama.cpp's server (docs/local-m
 - `qwen-edit-refused-then-timeout`: a call the server parsed, run by pi in the sandbox and
   refused there (`oldText` not in the file: the model had not read it); the run's next request
   was still unanswered when its timeout came.
+- `qwen-ran-tests-then-timeout`: the model ran the tests through bash, their failures went back
+  to it, and its next reply (an edit) was still coming when the run's timeout came.
 
 Each is an outcome of the agent's, never rewritten: a call written as text is not a call, a
 refused call is a tool error, a run cut by its timeout after answered requests is `timeout`; a
@@ -59,6 +61,22 @@ def test_a_call_refused_in_the_sandbox_is_a_tool_error_and_the_cut_run_a_timeout
     # The id is the server's: the call came out of the model's reply, not out of pi.
     assert result["id"] == call["id"] == "laPeeptvBq9VUT2bkc1wIP1gscjEeyF7"
     assert result["is_error"] is True and "Could not find the exact text" in result["output"]
+    assert pi.classify(facts, None, True).as_dict() == {"status": "failed", "reason": "timeout"}
+
+
+def test_tests_the_model_ran_through_bash_are_a_test_run_with_their_real_output():
+    stream = FIXTURES / "qwen-ran-tests-then-timeout.jsonl"
+    facts = read_pi_stream(stream)
+    assert facts.tool_calls == {"bash": 1}
+    lines = pi_transcript(stream)
+    (call,) = [c for e in lines if e.get("role") == "assistant" for c in e["tool_calls"]]
+    assert call["kind"] == "run" and call["command"] == "python3 -m unittest"
+    (result,) = [e for e in lines if e.get("type") == "tool_result"]
+    # The etalon's tests failed in the sandbox: unittest's own report, a failed command.
+    assert "ERROR: test_mean_of_one" in result["output"] and result["is_error"] is True
+    pattern = behaviour.tests_pattern(["unittest"])
+    measures = behaviour.behaviour_measures(lines, {"facts": facts.__dict__}, pattern)
+    assert measures["calls_tests"] == 1 and measures["tests_ran"] is True
     assert pi.classify(facts, None, True).as_dict() == {"status": "failed", "reason": "timeout"}
 
 
