@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -483,18 +482,3 @@ def test_the_synthesize_command_imports_no_other_command(tmp_path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert loaded == "['agentab.commands.synthesize']", loaded
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats()
-    | st.text(max_size=8)
-    | st.floats().map(np.float64)
-)
-def test_a_table_field_is_its_number_quoted_as_csv_quotes_it(value):
-    from agentab.synthesis.tables import csv_field, csv_number, csv_value
-
-    assert csv_value(value) == csv_field(csv_number(value))

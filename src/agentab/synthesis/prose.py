@@ -247,8 +247,7 @@ def render_markdown(result: SynthesisResult, scenario) -> str:
 
 @functools.cache
 def synthesis_template():
-    """synthesis.md's template, loaded once a process: the synthesis loads it (and imports
-    Jinja, 20 ms) while the gaps are resampled, not after."""
+    """synthesis.md's template, loaded once a process."""
     from agentab.rendering import template_environment
 
     environment = template_environment(keep_trailing_newline=True, autoescape=False)  # Markdown
@@ -256,9 +255,9 @@ def synthesis_template():
     return environment.get_template("synthesis.md.j2")
 
 
-def treatment_warnings(result: SynthesisResult, scenario) -> list[str]:
+def treatment_warnings(result: SynthesisResult, run_warnings: list[str]) -> list[str]:
     """The warnings first in synthesis.md: the A/A copy's established gaps, then the runs'."""
-    return aa_warnings(result, describe_gap_figures) + run_facts(result, scenario)["run_warnings"]
+    return aa_warnings(result, describe_gap_figures) + run_warnings
 
 
 def run_warnings(result: SynthesisResult, scenario) -> list[str]:
@@ -336,14 +335,7 @@ def unconfined_warning(result: SynthesisResult) -> list[str]:
 
 
 def run_facts(result: SynthesisResult, scenario) -> dict:
-    """What synthesis.md says of the runs alone, no verdict needed: once per synthesis, which
-    computes it while its workers resample the gaps (`synthesize`)."""
-    if "run_facts" not in result.memo:
-        result.memo["run_facts"] = _run_facts(result, scenario)
-    return result.memo["run_facts"]
-
-
-def _run_facts(result: SynthesisResult, scenario) -> dict:
+    """What synthesis.md says of the runs alone, no verdict needed."""
     counts = result.status_counts()
     status_by_cell = Counter((run.cell, run.status) for run in result.runs)
     missing_by_cell = Counter(missing.cell for missing in result.missing)
@@ -391,7 +383,7 @@ def report_context(result: SynthesisResult, scenario) -> dict:
     most_waves = result.waves.most if result.waves else 0
     return {
         **{key: value for key, value in facts.items() if key != "run_warnings"},
-        "warnings": treatment_warnings(result, scenario)
+        "warnings": treatment_warnings(result, facts["run_warnings"])
         + [text for text in [result.memo.get("stamp_change", "")] if text],
         "stamp": current_stamp(),
         "scenario": scenario,

@@ -58,21 +58,9 @@ def csv_number(value) -> str:
     return str(value)
 
 
-def csv_value(value) -> str:
-    """csv_field(csv_number(value)), a float, an int or nothing directly: they need no quotes
-    (26 000 fields in gaps.csv with five tasks)."""
-    kind = type(value)
-    if kind is float:
-        return repr(value)
-    if value is None:
-        return ""
-    if kind is int:
-        return str(value)
-    return csv_field(csv_number(value))
-
-
 def write_csv(path: Path, columns: list[str], rows: list[list]) -> None:
-    lines = [csv_line(columns)] + [",".join(map(csv_value, row)) + "\n" for row in rows]
+    fields = [[csv_field(csv_number(value)) for value in row] for row in rows]
+    lines = [csv_line(columns)] + [",".join(row) + "\n" for row in fields]
     path.write_text("".join(lines), encoding="utf-8")
 
 
@@ -126,13 +114,11 @@ def gaps_rows(gaps: list[Gap]) -> list[list]:
     ]
 
 
-def write_run_tables(result: SynthesisResult, scenario, measures: bool = True) -> None:
-    """cells.csv and measures.csv (`measures`: unless it is written elsewhere): they do not
-    depend on any verdict."""
+def write_run_tables(result: SynthesisResult, scenario) -> None:
+    """cells.csv and measures.csv: they depend on no verdict."""
     rows = cells_rows(result.cell_values + result.behaviour_values)
     write_csv(result.outputs["cells.csv"], CELLS_COLUMNS, rows)
-    if measures:
-        write_measures_table(result.outputs["measures.csv"], result.runs, scenario.metrics)
+    write_measures_table(result.outputs["measures.csv"], result.runs, scenario.metrics)
 
 
 def write_gaps_table(result: SynthesisResult) -> None:
