@@ -18,8 +18,9 @@ over its jobs. Snakemake's own per-job cost is not in it (see bench_scale.py). T
 server's start (once per invocation) is printed apart, and per run of the full demo.
 
 Printed, each as a ratio against its reference measured in the same invocation:
-- the median own time per run, warm and cold, against 0.5 s, and against 25% of pi's bare
-  start-up (`pi --version`), the larger of the two being the budget;
+- the median own time per run, warm and cold, and its share of the run's wall time (what a
+  user waits for; with the offline model the agent's own time is a floor, so the share is the
+  largest it gets: with a real model's run, `bench_local_model.py` measures it against 2%);
 - a fresh clone of the etalon from its local mirror against a plain copy of the same tree
   (`shutil.copytree`, `cp -a`), target 1.5x.
 The exit status is non-zero only when a job fails or leaves its output missing, never on a
@@ -51,8 +52,6 @@ REPO = Path(__file__).resolve().parent.parent
 OWN_TIME = Path(__file__).resolve().parent / "own_time.py"
 DEMO = REPO / "scenarios" / "demo"
 HARNESSES = REPO / ".agentab" / "harnesses"
-BUDGET_S = 0.5
-START_UP_SHARE = 0.25
 CLONE_TARGET = 1.5
 RUN_RULES = ("run_agent", "validate_run", "measure_run")
 MODES = ("warm", "cold")
@@ -363,19 +362,16 @@ MODE_SAYS = {
 
 
 def report_run(runs: list[RunTimes], start_up_s: float, python_s: float, ready_s: float) -> None:
-    share = START_UP_SHARE * start_up_s
-    budget = max(BUDGET_S, share)
     rows = []
     for mode in MODES:
-        own = [run.agentab_s for run in runs if run.mode == mode]
+        mine = [run for run in runs if run.mode == mode]
+        own = [run.agentab_s for run in mine]
         per_run = statistics.median(own)
+        wall = statistics.median(sum(job.wall_s for job in run.jobs) for run in mine)
         rows += [
             [f"{mode}: agentab's own time per run (median)", ms(per_run), "", ""],
-            ["  against 0.5 s", ms(BUDGET_S), f"{per_run / BUDGET_S:.2f}x", ""],
-            [f"  against 25% of pi's bare start-up ({ms(start_up_s)})", ms(share),
-             f"{per_run / share:.2f}x", ""],
-            ["  against the budget (the larger)", ms(budget), f"{per_run / budget:.2f}x",
-             "met" if per_run <= budget else "NOT met"],
+            ["  a run's wall time (median)", ms(wall), f"{per_run / wall:.0%} agentab's", ""],
+            ["  pi's bare start-up, for scale", ms(start_up_s), "", ""],
             ["  per run: min / max", f"{ms(min(own))} / {ms(max(own))}", "", ""],
         ]  # fmt: skip
     rows += [
@@ -383,7 +379,7 @@ def report_run(runs: list[RunTimes], start_up_s: float, python_s: float, ready_s
         [f"  per run of the demo as shipped ({DEMO_RUNS} runs)", ms(ready_s / DEMO_RUNS), "", ""],
         ["python start-up, the floor of a job", ms(python_s), "", ""],
     ]
-    print_table("agentab's own time per run", ["figure", "time", "ratio", "target 1.0x"], rows)
+    print_table("agentab's own time per run", ["figure", "time", "share", ""], rows)
 
 
 def report_clone(times: dict[str, float]) -> None:
