@@ -54,8 +54,7 @@ def three_bricks(project: Path, scenario: str) -> list[SimpleNamespace]:
 def delivered(log: Path, harness, bricks) -> dict[str, bool | None]:
     requests = read_requests(log)
     turns = [request for request in requests if request.is_turn] or requests
-    first = turns[0] if turns else None
-    return {b.rel: brick_entry(b, harness, first, turns)["delivered"] for b in bricks}
+    return {b.rel: brick_entry(b, harness, turns)["delivered"] for b in bricks}
 
 
 def doctored(log: Path, out: Path, old: str, new: str) -> Path:
