@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.local_model]
 def local_model(tmp_path_factory):
     gguf = installed_model(REPO / ".agentab" / "models")
     log = tmp_path_factory.mktemp("local-model") / "server.log"
-    with LocalModel(gguf, log, template=TEMPLATE) as server:
+    with LocalModel(gguf, log, template=TEMPLATE, slots=SLOTS) as server:
         yield server
 
 
@@ -36,9 +36,13 @@ def local_model(tmp_path_factory):
 # (docs/local-models.md): a test of the path asks for the tests by name, which it answers with a
 # call. The experiment itself keeps its task as it is.
 TASK = "Run the tests with `python3 -m unittest`, then fix `mean` in calc.py so that they pass."
+# The model calls a tool in about half of its first turns, and gave bash arguments pi refused
+# (then repeated them to the timeout) in one run of two: four runs at once, each on a slot of
+# its own, make a run in which it acts all but certain.
+SLOTS = 4
 
 
-def local_project(tmp_path, server, repetitions=3, *, timeout="6m", max_tokens=512):
+def local_project(tmp_path, server, repetitions=3, *, timeout="4m", max_tokens=512):
     """The local-model scenario pointed at `server`, with the e2e's task and limits: a run ends
     within `timeout` (a fault, never a pass, if the server has not answered by then)."""
     project = make_project(tmp_path / "project", HARNESSES_DIR, repetitions, "local-model")
@@ -48,6 +52,7 @@ def local_project(tmp_path, server, repetitions=3, *, timeout="6m", max_tokens=5
     text = re.sub(r"(?m)^prompt = .*$", f"prompt = {json.dumps(TASK)}", text)
     text = re.sub(r'(?m)^timeout = "10m"', f"timeout = {timeout!r}", text)
     text = re.sub(r"(?m)^max_tokens = \d+", f"max_tokens = {max_tokens}", text)
+    text = re.sub(r"(?m)^concurrency = \d+", f"concurrency = {SLOTS}", text)
     scenario.write_text(text)
     return project, scenario
 
@@ -88,18 +93,20 @@ def model_calls_that_came_back(folder: Path) -> list[dict]:
 def test_a_real_model_calls_tools_that_run_in_the_sandbox_and_are_measured(
     tmp_path, pi_installation, local_model
 ):
-    project, _ = local_project(tmp_path, local_model, repetitions=1)
-    done = snakemake(project, timeout=1800)
+    project, _ = local_project(tmp_path, local_model, repetitions=2)
+    done = snakemake(project, "--cores", str(SLOTS), timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = project / "results" / "local-model"
     records = sorted((results / "runs").glob("*/r0*/run.json"))
-    assert len(records) == 2
+    assert len(records) == 4
     came_back, acted = [], []
     for path in records:
         calls = model_calls_that_came_back(path.parent)
         came_back += calls
         patch = (path.parent / "result.patch").read_text()
-        tests_run = [c for c in calls if c["kind"] == "run" and "test" in str(c.get("command"))]
+        # A test run is unittest's own report coming back, not a call pi refused before running
+        # it (the model once gave bash `timeout: 0`, twice in a row).
+        tests_run = [c for c in calls if c["kind"] == "run" and "Ran " in str(c["output"])]
         acted += ["patch"] if patch.strip() else []
         acted += ["tests run"] * len(tests_run)
         record = json.loads(path.read_text())
@@ -126,8 +133,9 @@ def test_a_real_model_calls_tools_that_run_in_the_sandbox_and_are_measured(
         # What the server replied, as it stated it, is in the log: the proxy recorded it.
         assert all((r.get("reply") or {}).get("status") == 200 for r in requests)
         measures = json.loads((path.parent / "measures.json").read_text())
-        assert measures["metrics"]["input_tokens"] == tokens["input"]
-        assert measures["metrics"]["output_tokens"] == tokens["output"]
+        # A failed run (its timeout) has no contract metrics, but its built-in ones all the same.
+        assert measures["builtin"]["input_tokens"] == tokens["input"]
+        assert measures["builtin"]["output_tokens"] == tokens["output"]
     # The model acted: a call of its own ran in the sandbox and its output went back to it, and
     # it changed the code or ran the tests.
     assert came_back, "no tool call of the model's ran and came back to it"
