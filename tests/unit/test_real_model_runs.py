@@ -8,6 +8,8 @@ recorded against Qwen2.5-Coder-1.5B-Instruct on llama.cpp's server (docs/local-m
   was still unanswered when its timeout came.
 - `qwen-ran-tests-then-timeout`: the model ran the tests through bash, their failures went back
   to it, and its next reply (an edit) was still coming when the run's timeout came.
+- `qwen-refused-call-repeated-to-timeout`: the model gave bash `timeout: 0`, pi refused the call
+  before running it, and the model sent the same call again, 13 times, until the timeout.
 
 Each is an outcome of the agent's, never rewritten: a call written as text is not a call, a
 refused call is a tool error, a run cut by its timeout after answered requests is `timeout`; a
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -33,6 +37,7 @@ from agentab.run.recording_proxy import recording, refuse_a_run_never_answered
 from agentab.trajectory import behaviour
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pi"
+REPO = Path(__file__).resolve().parents[2]
 pi = get_harness("pi")
 
 
@@ -143,3 +148,27 @@ def test_a_run_cut_while_its_only_reply_was_streaming_is_its_timeout_not_a_fault
         SlowModel.released.set()
         model.shutdown()
         model.server_close()
+
+
+def scenario_behaviour(tmp_path, stream_name: str) -> dict:
+    """The local-model scenario's behaviour validator on the transcript of a recorded stream."""
+    transcript = tmp_path / "transcript.jsonl"
+    lines = pi_transcript(FIXTURES / stream_name)
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    context = tmp_path / "context.json"
+    context.write_text(json.dumps({"transcript": str(transcript)}))
+    script = REPO / "scenarios" / "local-model" / "validators" / "behaviour.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(context)], capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout)
+
+
+def test_a_test_command_pi_refused_before_running_it_is_not_a_test_run(tmp_path):
+    refused = scenario_behaviour(tmp_path, "qwen-refused-call-repeated-to-timeout.jsonl")
+    assert refused["metrics"]["tool_calls"] == 13
+    assert refused["metrics"]["commands"] == ["python3 -m unittest"] * 13
+    assert refused["metrics"]["ran_tests"] is False
+    assert "13 asked for the tests, none ran them" in refused["reasons"]["ran_tests"]
+    ran = scenario_behaviour(tmp_path, "qwen-ran-tests-then-timeout.jsonl")
+    assert ran["metrics"]["ran_tests"] is True  # failing tests ran: unittest's report came back
