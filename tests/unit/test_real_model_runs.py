@@ -10,6 +10,8 @@ recorded against Qwen2.5-Coder-1.5B-Instruct on llama.cpp's server (docs/local-m
   to it, and its next reply (an edit) was still coming when the run's timeout came.
 - `qwen-refused-call-repeated-to-timeout`: the model gave bash `timeout: 0`, pi refused the call
   before running it, and the model sent the same call again, 13 times, until the timeout.
+- `qwen-fixed-then-reran-tests-to-timeout`: the model ran the tests, fixed `mean`, saw them pass,
+  and ran them again and again, never ending its turn, until the timeout.
 
 Each is an outcome of the agent's, never rewritten: a call written as text is not a call, a
 refused call is a tool error, a run cut by its timeout after answered requests is `timeout`; a
@@ -172,3 +174,18 @@ def test_a_test_command_pi_refused_before_running_it_is_not_a_test_run(tmp_path)
     assert "13 asked for the tests, none ran them" in refused["reasons"]["ran_tests"]
     ran = scenario_behaviour(tmp_path, "qwen-ran-tests-then-timeout.jsonl")
     assert ran["metrics"]["ran_tests"] is True  # failing tests ran: unittest's report came back
+
+
+def test_a_model_that_fixed_the_bug_and_never_ended_its_turn_is_a_timeout(tmp_path):
+    stream = FIXTURES / "qwen-fixed-then-reran-tests-to-timeout.jsonl"
+    facts = read_pi_stream(stream)
+    assert facts.tool_calls == {"bash": 5, "edit": 1} and facts.stop_reason == "toolUse"
+    lines = pi_transcript(stream)
+    outputs = [e["output"] for e in lines if e.get("type") == "tool_result"]
+    assert "Ran 3 tests" in outputs[-1] and outputs[-1].rstrip().endswith("OK")
+    pattern = behaviour.tests_pattern(["unittest"])
+    measures = behaviour.behaviour_measures(lines, {"facts": facts.__dict__}, pattern)
+    assert measures["calls_tests"] == 5 and measures["repeated_calls"] == 4
+    # It never ended: a timeout, measured as failed, whatever its patch (docs/workflow.md).
+    assert pi.classify(facts, None, True).as_dict() == {"status": "failed", "reason": "timeout"}
+    assert scenario_behaviour(tmp_path, stream.name)["metrics"]["ran_tests"] is True
