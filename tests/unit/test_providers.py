@@ -53,14 +53,14 @@ def test_each_cell_carries_the_declaration_into_its_run_configuration(local: Pat
     for cell in scenario.cells:
         endpoint = cell.agent.as_dict()["endpoint"]
         assert endpoint["url"] == "http://127.0.0.1:8080"
-        assert endpoint["api"] == "openai-completions" and endpoint["max_tokens"] == 256
+        assert endpoint["api"] == "openai-completions" and endpoint["max_tokens"] == 1024
         assert not cell.agent.needs_key
     assert providers_needing_keys(scenario) == {}
     price = model_price(local, scenario.cells[0].agent)
     assert (price.input, price.output) == (0.0, 0.0)
     # Changing what the harness is told of the model changes every cell's configuration.
     before = [cell.agent.as_dict() for cell in scenario.cells]
-    edit(local, "max_tokens = 256", "max_tokens = 512")
+    edit(local, "max_tokens = 1024", "max_tokens = 512")
     after = [
         c.agent.as_dict() for c in load_scenario(local / "scenario.toml", check_etalon=False).cells
     ]
@@ -96,7 +96,7 @@ def test_a_cell_on_a_provider_agentab_knows_has_no_endpoint(tmp_path: Path) -> N
 )
 def test_a_declaration_that_cannot_be_used_is_refused(local, capsys, old, new, key, words) -> None:
     if new == 'provider = "offline"':
-        edit(local, 'model = "smollm2"', 'model = "demo"')
+        edit(local, 'model = "qwen2.5-coder"', 'model = "demo"')
     edit(local, old, new)
     err = refused(local, capsys)
     assert key in err and words in err, err
@@ -139,7 +139,7 @@ def test_pi_gets_the_server_in_its_catalogue_at_the_recording_proxy(local, tmp_p
     assert provider["api"] == "openai-completions"
     (model,) = provider["models"]
     assert model["id"] == "smollm2" and model["contextWindow"] == 8192
-    assert model["maxTokens"] == 256 and model["reasoning"] is False
+    assert model["maxTokens"] == 1024 and model["reasoning"] is False
     assert model["cost"]["input"] == 0.0
     assert not invocation.secret_env  # no key of any provider in its environment
     assert invocation.argv[invocation.argv.index("--provider") + 1] == "local"
@@ -200,8 +200,8 @@ def test_check_names_the_key_when_the_model_is_not_served(local, listing_server,
     scenario = load_scenario(local / "scenario.toml", check_etalon=False)
     problems, lines = server_check(scenario)
     (found,) = problems  # once, though two cells name the model
-    assert found.key == "agent.model" and "serves no model `smollm2`" in found.message
+    assert found.key == "agent.model" and "serves no model `qwen2.5-coder`" in found.message
     assert lines == [f"server      local at {url} serves: qwen3"]
-    Listing.body = json.dumps({"data": [{"id": "smollm2"}]}).encode()
+    Listing.body = json.dumps({"data": [{"id": "qwen2.5-coder"}]}).encode()
     assert main(["check", "--no-etalon", str(local / "scenario.toml")]) == 0
-    assert f"local at {url} serves: smollm2" in capsys.readouterr().out
+    assert f"local at {url} serves: qwen2.5-coder" in capsys.readouterr().out
