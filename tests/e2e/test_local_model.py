@@ -145,9 +145,11 @@ def test_a_real_model_calls_tools_that_run_in_the_sandbox_and_are_measured(
 
 
 def test_pi_reaches_the_same_server_by_anthropic_messages(tmp_path, pi_installation, local_model):
-    # Replies cut at 128 tokens: the path is under test, and a cut reply (pi's `length`) is a
-    # completed run.
-    project, scenario = local_project(tmp_path, local_model, repetitions=1, max_tokens=128)
+    # The path is under test: replies cut at 128 tokens (pi's `length`, a completed run), runs
+    # cut at 2 minutes (the model may repeat a refused call until then).
+    project, scenario = local_project(
+        tmp_path, local_model, repetitions=1, timeout="2m", max_tokens=128
+    )
     text = scenario.read_text().replace('api = "openai-completions"', 'api = "anthropic-messages"')
     scenario.write_text(text)
     done = snakemake(project, timeout=900)
