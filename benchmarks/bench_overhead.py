@@ -136,7 +136,7 @@ def compile_package() -> None:
 def planned_jobs(root: Path) -> list[Job]:
     """Every job of the workflow with its shell command, from `snakemake -n -p`."""
     result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1"],
+        [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "--quiet", "host"],
         cwd=root,
         capture_output=True,
         text=True,
@@ -269,7 +269,8 @@ def bare_start_up(repeats: int) -> float:
     agent = load_scenario(DEMO / "scenario.toml", check_etalon=False).agent
     harness = get_harness(agent.harness)
     installation = harness.installation(agent.version, HARNESSES)
-    argv, env = harness.version_argv(installation), harness.version_env(installation)
+    argv = [*harness.command(installation), "--version"]
+    env = harness.version_env(installation)
     return median_of(repeats, lambda: subprocess.run(argv, env=env, capture_output=True))
 
 

@@ -210,7 +210,16 @@ def build_project(root: Path, runs: int) -> dict:
 
 def snakemake(root: Path, label: str, args: list[str]) -> Invocation:
     """Run snakemake in `root`, timestamping its progress lines; its output goes to a log."""
-    command = [sys.executable, "-m", "snakemake", "--cores", str(os.cpu_count() or 1), *args]
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        str(os.cpu_count() or 1),
+        "--quiet",
+        "host",
+        *args,
+    ]
     log = root / f"{label}.log"
     start = time.perf_counter()
     result = Invocation(label=label, wall_s=0.0, returncode=-1, peak_rss_mb=0.0, log=log)
