@@ -120,5 +120,7 @@ def test_the_synthesis_and_agentab_runs_count_a_changed_receipt_alike(tmp_path, 
     assert redo.returncode == 0, redo.stderr
     assert snakemake(project).returncode == 0
     again = (results / "synthesis.md").read_text()
-    assert "changed after agentab wrote" not in again
+    assert "run changed after agentab wrote its files" not in again
+    # The redo is named: the table holds a second attempt of that run.
+    assert "1 run redone after a measured attempt (`agentab redo`)" in again
     assert counts_in(again) == before
