@@ -136,7 +136,7 @@ def compile_package() -> None:
 def planned_jobs(root: Path) -> list[Job]:
     """Every job of the workflow with its shell command, from `snakemake -n -p`."""
     result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "--quiet", "host"],
+        [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "--quiet=host"],
         cwd=root,
         capture_output=True,
         text=True,

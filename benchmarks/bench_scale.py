@@ -138,7 +138,7 @@ def trivial_project(root: Path, real: Path) -> None:
 
 
 def dry_run(root: Path) -> tuple[float, str, int]:
-    command = [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "2", "--quiet", "host"]
+    command = [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "2", "--quiet=host"]
     start = time.perf_counter()
     result = subprocess.run(command, cwd=root, capture_output=True, text=True)
     return time.perf_counter() - start, result.stdout + result.stderr, result.returncode

@@ -216,8 +216,7 @@ def snakemake(root: Path, label: str, args: list[str]) -> Invocation:
         "snakemake",
         "--cores",
         str(os.cpu_count() or 1),
-        "--quiet",
-        "host",
+        "--quiet=host",
         *args,
     ]
     log = root / f"{label}.log"

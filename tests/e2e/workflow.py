@@ -60,7 +60,7 @@ def make_project(
 
 # Snakemake's full listing on the terminal (the default profile shows agentab's lines only):
 # the tests read its job counts. A test of what a person sees passes `listing=False`.
-LISTING = ("--quiet", "host")
+LISTING = ("--quiet=host",)  # bound by "=": a target after it is not another choice
 
 
 def snakemake(
