@@ -254,10 +254,10 @@ def test_a_transient_provider_error_is_a_fault_kept_in_faults_jsonl(world, polic
     scenario = make_scenario(world["root"], policy, bricks=False)
     done, out = run_step(world, scenario, "baseline")
     assert done.returncode == 3, done.stderr  # a fault: the workflow redoes the job
-    assert "Traceback" not in done.stderr and "transient provider error" in done.stderr
+    assert "Traceback" not in done.stderr and "transient provider or network error" in done.stderr
     assert not (out / "run.json").exists()
     faults = [json.loads(line) for line in (out / "faults.jsonl").read_text().splitlines()]
-    assert len(faults) == 1 and "transient provider error" in faults[0]["fault"]
+    assert len(faults) == 1 and "transient provider or network error" in faults[0]["fault"]
 
 
 def test_a_used_clone_is_cloned_again_before_the_agent_starts(world):
