@@ -116,7 +116,9 @@ def test_a_request_the_agent_sends_from_bash_is_recorded_as_the_tools_and_not_co
     else:
         text = path.read_text().replace('provider = "offline"', 'provider = "anthropic"')
         path.write_text(re.sub(r'model = "curl.toml"', 'model = "claude-sonnet-4-5"', text))
-        stand_in = OfflineModelServer(load_policy(str(root / "curl.toml")), 7, tmp_path / "s.jsonl")
+        stand_in = OfflineModelServer(
+            load_policy(str(root / "curl.toml")), 7, tmp_path / "s.jsonl", harness="pi"
+        )
         with serving(stand_in, "stand-in") as url:
             done, out = provider_step(world, path, url)
     assert done.returncode == 0, done.stderr[-3000:]
