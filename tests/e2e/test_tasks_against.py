@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agentab.synthesis.families import BEHAVIOUR_METRICS
 from tests.e2e.browser import Chromium
 from tests.e2e.workflow import make_project, snakemake
 
@@ -90,10 +91,13 @@ def test_a_task_against_the_pooled_gap_is_named_and_marked(tmp_path, pi_installa
     # The rule: tests run on mean and half (+100 pp each), not on double (−100 pp).
     assert ran == pytest.approx({"all": 1 / 3, "mean": 1.0, "half": 1.0, "double": -1.0})
     pooled = {row["metric"]: float(row["gap"]) for row in gaps if row["task"] == "all"}
+    # The outcomes' gaps (the behaviour measures' rows are a family of their own).
     against = [
         (row["task"], row["metric"])
         for row in gaps
-        if row["task"] != "all" and float(row["gap"]) * pooled[row["metric"]] < 0
+        if row["task"] != "all"
+        and row["metric"] not in BEHAVIOUR_METRICS
+        and float(row["gap"]) * pooled[row["metric"]] < 0
     ]
     assert ("double", "ran_tests") in against
     synthesis = (results / "synthesis.md").read_text(encoding="utf-8")
