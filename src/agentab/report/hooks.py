@@ -110,6 +110,12 @@ def synthesize_what_ran(plan) -> list[str]:
         except (AgentabError, OSError) as error:
             lines.append(f"agentab: {name}: no synthesis of the runs measured so far: {error}")
             continue
+        except Exception as error:  # noqa: BLE001 - a workflow's last words are never a traceback
+            lines.append(
+                f"agentab: {name}: no synthesis of the runs measured so far ({error!r}); "
+                f"`agentab synthesize {folder}` says more"
+            )
+            continue
         missing = len(result.missing)
         lines.append(
             f"agentab: {name}: {synthesis} and its report written from the {len(result.runs)} "
