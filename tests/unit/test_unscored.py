@@ -51,7 +51,9 @@ def test_failing_runs_laundered_as_invalid_establish_no_gap(tmp_path):
     assert float(gap["ci_low"]) > 0
     assert gap["verdict"] == "inconclusive"
     report = (folder / "synthesis.md").read_text(encoding="utf-8")
-    assert "counted against it" in report
+    assert "counted against it (interval then " in report
+    assert "the 3 invalid or failed runs of the cell and the 0 of the reference" in report
+    assert " pp): runs that left the denominator could have made it" in report  # a rate in pp
 
 
 def test_a_gap_that_survives_its_unscored_runs_stays_established(tmp_path):

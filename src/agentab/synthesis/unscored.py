@@ -42,14 +42,20 @@ class Bound:
     unscored_cell: int
     unscored_ref: int
     verdict: stats.GapVerdict  # the interval, p and state of the bounded gap
+    kind: str = MEDIAN
 
     def note(self) -> str:
         low, high = self.verdict.ci_low, self.verdict.ci_high
+        interval = (
+            f"{100 * low:+.3g} to {100 * high:+.3g} pp"
+            if self.kind == RATE
+            else f"{low:+.4g} to {high:+.4g}"
+        )
         return (
             f"its interval excludes 0 on the scored runs, but not with the "
             f"{self.unscored_cell} invalid or failed run{'s' * (self.unscored_cell != 1)} of the "
             f"cell and the {self.unscored_ref} of the reference counted against it "
-            f"(interval then {low:+.4g} to {high:+.4g}): runs that left the denominator could "
+            f"(interval then {interval}): runs that left the denominator could "
             f"have made it"
         )
 
@@ -97,7 +103,7 @@ class UnscoredBound:
             verdict = pooled_gap_verdict(kind, scale, cell_groups, ref_groups, key)
         else:
             verdict = one_task_verdict(kind, gap, cell_groups[0], ref_groups[0])
-        return Bound(mine, theirs, verdict)
+        return Bound(mine, theirs, verdict, kind)
 
     def groups(self, cell: str, metric: str, imputed) -> list[list]:
         """The cell's values in each task, with each unscored run as `imputed`."""
