@@ -270,9 +270,9 @@ def test_a_valid_run_that_did_badly_shows_its_values_beside_a_neutral_badge(resu
     status = re.search(r'<p class="run-status">(.*?)</p>', page.read_text(encoding="utf-8"))
     assert status is not None
     assert '<span class="status status-valid">valid</span>' in status.group(1)
-    assert "<code>ran_tests = false</code> · <code>turns = 5</code>" in status.group(1)
+    assert "Scored: <code>ran_tests = false</code> · <code>turns = 5</code>" in status.group(1)
     css = (results / "report" / "style.css").read_text(encoding="utf-8")
     (valid,) = re.findall(r"\.status-valid \{ background: (#[0-9a-f]+); \}", css)
     assert valid.lower() not in ("#2e7d32", "#388e3c", "#43a047", "#4caf50", "#008000")
     invalid = results / "report" / "runs" / "rule" / "r02.html"
-    assert "scored <code>" not in invalid.read_text(encoding="utf-8")  # nothing scored
+    assert "Scored: <code>" not in invalid.read_text(encoding="utf-8")  # nothing scored
