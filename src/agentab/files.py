@@ -65,6 +65,24 @@ def write_jsonl(lines, path: Path, max_bytes: int | None = None) -> bool:
     return cut
 
 
+def read_json_lines(path: Path) -> list[dict]:
+    """The JSON objects of a file, one a line, in order; a line that is not one is skipped, and
+    a file that cannot be read is empty (a run's files are its agent's: none is trusted whole)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return []
+    found = []
+    for line in data.split(b"\n"):
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(entry, dict):
+            found.append(entry)
+    return found
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # What git's C-quoting escapes by name (quote_c_style); other control bytes are octal.
 _C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",

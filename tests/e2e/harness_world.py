@@ -22,9 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import atif
+from atif_scan import load_trace
+
 from agentab.etalon import fresh_clone
 from agentab.harnesses.npm import base_path
 from agentab.offline_model import serve
+from agentab.trajectory import write_trajectory
 from tests.conftest import make_git_repo
 from tests.e2e.workflow import REPO
 
@@ -217,3 +221,25 @@ def run_unconfined(
             timeout=timeout,
         )
     return Unconfined(log.read_text(), done.stdout, done.stderr)
+
+
+def check_trajectory(out: Path, harness: str) -> atif.Trajectory:
+    """The run in `out` as the field reads it: the trajectory.json the measure step writes from
+    its transcript, taken by ATIF's own models and loaded by a reader (atif-scan), with the
+    harness's calls and run.json's totals in it."""
+    record = json.loads((out / "run.json").read_text())
+    trajectory = out / "trajectory.json"
+    if not trajectory.exists():  # a run step's folder: the measure step's own writer makes it
+        write_trajectory(out / "transcript.jsonl", record, trajectory)
+    parsed = atif.Trajectory.model_validate_json(trajectory.read_bytes())
+    assert parsed.agent.name == harness and parsed.steps[0].source == "user"
+    calls = [call for step in parsed.steps for call in step.tool_calls or []]
+    assert len(calls) == sum(record["facts"]["tool_calls"].values()) > 0
+    answered = {
+        r.source_call_id for s in parsed.steps if s.observation for r in s.observation.results
+    }
+    assert answered >= {call.tool_call_id for call in calls}  # every call's result came back
+    tokens = record["facts"]["tokens"]
+    assert parsed.final_metrics.total_completion_tokens == tokens["output"] > 0
+    assert load_trace(trajectory).steps
+    return parsed

@@ -18,6 +18,7 @@ from tests.e2e.harness_world import (
     CLAUDE_CODE_VERSION,
     RULE,
     Scenario,
+    check_trajectory,
     definition,
     make_etalon,
     new_world,
@@ -271,6 +272,7 @@ def test_the_demo_fixes_the_bug_and_the_thinking_level_reaches_the_model(world, 
         for call in line["tool_calls"]
     ]
     assert kinds[:2] == ["read", "edit"]
+    check_trajectory(out, "claude-code")
 
 
 def test_a_hung_agent_is_killed_at_the_timeout(world):

@@ -18,6 +18,7 @@ from tests.e2e.harness_world import (
     HARNESSES_DIR,
     RULE,
     Scenario,
+    check_trajectory,
     definition,
     make_etalon,
     new_world,
@@ -248,6 +249,7 @@ def test_demo_run_writes_its_files_and_edits_calc(world):
         for call in line.get("tool_calls", [])
     ]
     assert kinds[:2] == ["run", "edit"]  # cat calc.py, then the patch
+    check_trajectory(out, "codex")
 
 
 def test_a_hung_agent_is_killed_at_the_timeout(world):
@@ -307,4 +309,5 @@ def test_the_demo_matrix_runs_on_codex_and_each_cell_gets_its_treatment(
             assert {b["reasoning"]["effort"] for b in bodies} == {effort}
             delivered = {"always run the test suite" in developer_text(b) for b in bodies}
             assert delivered == {rule}
+            check_trajectory(runs / cell / rep, "codex")  # written by the measure step
     assert "ran_tests" in (project / "results" / "demo-codex" / "synthesis.md").read_text()

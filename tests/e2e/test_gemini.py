@@ -21,6 +21,7 @@ from tests.e2e.harness_world import (
     HARNESSES_DIR,
     RULE,
     Scenario,
+    check_trajectory,
     definition,
     make_etalon,
     new_world,
@@ -304,6 +305,7 @@ def test_demo_run_fixes_the_bug_through_the_real_tools(world):
     assert "calc.py" in (out / "result.patch").read_text()
     transcript = [json.loads(line) for line in (out / "transcript.jsonl").read_text().splitlines()]
     assert transcript[0]["role"] == "user" and transcript[-1]["role"] == "assistant"
+    check_trajectory(out, "gemini")
 
 
 def test_a_hung_agent_is_killed_at_the_timeout(world):

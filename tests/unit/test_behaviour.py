@@ -13,7 +13,7 @@ import pytest
 
 from agentab.errors import ScenarioError
 from agentab.scenario import load_scenario
-from agentab.trajectory import CLASSES, behaviour_measures
+from agentab.trajectory import CLASSES, behaviour_measures, run_trajectory
 from agentab.trajectory import tests_pattern as pattern_of  # not collected as a test
 from agentab.trajectory.behaviour import call_class
 from tests.unit.test_trajectory import DEMO_SCENARIO, DEMO_STREAMS, demo_run, measured
@@ -40,7 +40,7 @@ def classes(*calls, pattern: str = BOTH) -> list[str]:
 @pytest.mark.parametrize("harness", sorted(DEMO_STREAMS))
 def test_every_harness_demo_run_reads_edits_then_runs_the_tests(harness):
     lines, record = demo_run(harness)
-    measures = behaviour_measures(lines, record, pattern_of(["unittest"]))
+    measures = behaviour_measures(run_trajectory(lines, {}), record, pattern_of(["unittest"]))
     assert {f"calls_{kind}": measures[f"calls_{kind}"] for kind in CLASSES} == {
         "calls_read": 1, "calls_edit": 1, "calls_search": 0, "calls_tests": 1,
         "calls_shell": 0, "calls_other": 0,
@@ -159,7 +159,7 @@ def test_files_repeats_and_the_turns_before_the_first_edit():
         {"type": "tool_result", "id": "c0", "tool": "bash", "output": "", "is_error": False},
     ]
     record = {"facts": {"turns": 5, "tokens": {"input": 90, "output": 10}}}
-    measures = behaviour_measures(lines, record, BOTH)
+    measures = behaviour_measures(run_trajectory(lines, {}), record, BOTH)
     assert measures["files_read"] == 3  # calc.py (twice, one path), util.py, other/x.py
     assert measures["files_edited"] == 2
     assert measures["repeated_calls"] == 1
@@ -170,11 +170,15 @@ def test_files_repeats_and_the_turns_before_the_first_edit():
 
 def test_a_run_that_never_edits_counts_every_turn_and_unknown_tokens_stay_unknown():
     lines = [said(("read", "read", {"path": "a.py"})), said()]
-    measures = behaviour_measures(lines, {"facts": {"turns": 0, "tokens": {}}}, BOTH)
+    measures = behaviour_measures(
+        run_trajectory(lines, {}), {"facts": {"turns": 0, "tokens": {}}}, BOTH
+    )
     assert measures["turns_before_edit"] == 2
     assert measures["tokens_per_turn"] is None
     hostile = [said(("bash", "run", {"command": 7})), {"type": "message", "role": "assistant"}]
-    assert behaviour_measures(hostile, {"facts": "nope"}, BOTH)["calls_shell"] == 1
+    assert (
+        behaviour_measures(run_trajectory(hostile, {}), {"facts": "nope"}, BOTH)["calls_shell"] == 1
+    )
 
 
 def test_the_measures_are_built_in_metrics_of_a_run_with_a_transcript(tmp_path):

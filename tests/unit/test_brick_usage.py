@@ -32,6 +32,7 @@ import pytest
 from agentab.harnesses import get_harness
 from agentab.synthesis.runs.brick_use import brick_use_rows, brick_use_warnings
 from agentab.synthesis.runs.usage import builtin_value, run_brick_usage, usage_metrics
+from tests.unit.test_builtin import trajectory_of
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo"
@@ -68,7 +69,7 @@ def given(tmp_path: Path, harness: str, stream: str, bricks: list[tuple]) -> lis
     lines = adapter.transcript(FIXTURES / stream)
     transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
     run = {"harness": harness, "bricks": entries}
-    return run_brick_usage(run, transcript, store)
+    return run_brick_usage(run, trajectory_of(transcript), store)
 
 
 def skill(rel="bricks/zqskill", seen_at=(SKILL_AT,)) -> tuple:
@@ -226,7 +227,9 @@ def test_a_hostile_transcript_is_read_as_data(tmp_path):
     ]  # fmt: skip
     transcript.write_text("\n".join(lines) + "\n")
     entry = {"kind": "skills", "rel": "bricks/zqskill", "sha256": "1" * 64, "seen_at": [SKILL_AT]}
-    usage = run_brick_usage({"harness": "pi", "bricks": [entry, "junk"]}, transcript, store)
+    usage = run_brick_usage(
+        {"harness": "pi", "bricks": [entry, "junk"]}, trajectory_of(transcript), store
+    )
     # the unbalanced quote is split on whitespace: `'/opt/…/SKILL.md` names no file of it
     assert [(u["brick"], u["used"]) for u in usage] == [("zq-skill", False)]
 
@@ -260,7 +263,9 @@ def test_a_glob_in_a_command_reads_every_file_it_matches(tmp_path):
         (frozen / name).write_text(text)
     entry = {"kind": "skills", "rel": "bricks/zqskill", "sha256": "1" * 64, "seen_at": [SKILL_AT]}
     usage = run_brick_usage(
-        {"harness": "pi", "bricks": [entry]}, tmp_path / "transcript.jsonl", tmp_path / "bricks"
+        {"harness": "pi", "bricks": [entry]},
+        trajectory_of(tmp_path / "transcript.jsonl"),
+        tmp_path / "bricks",
     )
     assert usage == [
         skill_record(used=True, first_turn=2, calls={"bash": 1}, loaded_by="read", files_read=2)

@@ -1,4 +1,4 @@
-"""Built-in run metrics (docs/workflow.md): counted from the run's record and transcript, usable in the
+"""Built-in run metrics (docs/workflow.md): counted from the run's record and trajectory, usable in the
 metric contract without a validator, and a warning when most tool calls failed."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from agentab.synthesis.environment import differing_environments, failed_calls_w
 from agentab.synthesis.runs.builtin import builtin_metrics, protected_paths, tool_call_counts
 from agentab.synthesis.runs.measures import build_measures
 from agentab.synthesis.runs.tool_failures import failed_calls
+from agentab.trajectory import read_transcript, run_trajectory
 from agentab.validators import validator_output
 from tests.unit.test_measures import RUN, SCENARIO
 
@@ -32,6 +33,13 @@ def transcript(tmp_path: Path, results: list[tuple[bool, str]], kind: str = "run
     return path
 
 
+def trajectory_of(transcript: Path, record: dict | None = None) -> dict | None:
+    """The trajectory the measure step writes from a transcript (None when there is none)."""
+    return (
+        run_trajectory(read_transcript(transcript), record or {}) if transcript.is_file() else None
+    )
+
+
 def test_a_failed_call_is_one_the_harness_marked_or_that_exited_non_zero(tmp_path):
     path = transcript(
         tmp_path,
@@ -44,16 +52,26 @@ def test_a_failed_call_is_one_the_harness_marked_or_that_exited_non_zero(tmp_pat
             (False, "error: no exit status said, and not marked: not counted"),
         ],
     )
-    assert tool_call_counts(path) == (6, 4)
-    assert tool_call_counts(tmp_path / "absent.jsonl") == (None, None)
+    assert tool_call_counts(trajectory_of(path)) == (6, 4)
+    assert tool_call_counts(trajectory_of(tmp_path / "absent.jsonl")) == (None, None)
     # A file that was read may say anything: only the harness's mark counts for it.
     read = transcript(tmp_path, [(False, "Command exited with code 1"), (True, "")], kind="read")
-    assert tool_call_counts(read) == (2, 1)
+    assert tool_call_counts(trajectory_of(read)) == (2, 1)
+
+
+def test_a_command_cannot_hide_its_failure_by_printing(tmp_path):
+    # The trajectory keeps a long output's start and end: the exit status pi writes last stays.
+    flood = "x" * 200_000 + "\n\nCommand exited with code 1"
+    path = transcript(tmp_path, [(False, flood)])
+    assert tool_call_counts(trajectory_of(path)) == (1, 1)
+    assert failed_calls(trajectory_of(path)) == {"x": 1}
 
 
 def test_the_builtins_come_from_the_record_and_the_transcript(tmp_path):
     run = {**RUN, "duration_s": 12.5, "facts": {**RUN["facts"], "turns": 3}}
-    builtin = builtin_metrics(run, transcript(tmp_path, [(False, "ok"), (True, "no")]))
+    builtin = builtin_metrics(
+        run, trajectory_of(transcript(tmp_path, [(False, "ok"), (True, "no")]))
+    )
     assert builtin == {
         "turns": 3,
         "tool_calls": 2,
@@ -67,7 +85,7 @@ def test_the_builtins_come_from_the_record_and_the_transcript(tmp_path):
         "brick_calls": {},
         "brick_usage": [],
     }
-    edits = builtin_metrics(run, tmp_path / "t.jsonl", ["tests/test_a.py", "conftest.py"])
+    edits = builtin_metrics(run, None, ["tests/test_a.py", "conftest.py"])
     assert edits["protected_edits"] == 2
 
 
@@ -136,13 +154,13 @@ def test_the_warning_fires_at_exactly_half_and_names_what_failed_most(tmp_path):
             '"command": "x"', f'"command": "{command}"'
         )
     path.write_text("\n".join(lines) + "\n")
-    assert failed_calls(path) == {"python3 -m pytest -q": 2, "pytest": 1}
+    assert failed_calls(trajectory_of(path)) == {"python3 -m pytest -q": 2, "pytest": 1}
 
     def run(failed, calls, errors):
         builtin = {"tool_calls": calls, "tool_errors": errors}
         return SimpleNamespace(cell="no setup", builtin=builtin, failed_calls=failed)
 
-    runs = [run(failed_calls(path), 6, 3), run({"read `x`.py": 1}, 2, 1)]
+    runs = [run(failed_calls(trajectory_of(path)), 6, 3), run({"read `x`.py": 1}, 2, 1)]
     (warning,) = failed_calls_warnings(
         SimpleNamespace(runs=runs), SimpleNamespace(cells=[SimpleNamespace(name="no setup")])
     )

@@ -36,7 +36,7 @@ from agentab.harnesses.base import HarnessFault
 from agentab.harnesses.pi import pi_transcript, read_pi_stream
 from agentab.offline_model import local_server
 from agentab.run.recording_proxy import recording, refuse_a_run_never_answered
-from agentab.trajectory import behaviour
+from agentab.trajectory import behaviour, run_trajectory
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pi"
 REPO = Path(__file__).resolve().parents[2]
@@ -53,7 +53,9 @@ def test_a_call_written_as_text_is_a_reply_not_a_call():
     lines = pi_transcript(stream)
     assert [entry.get("tool_calls") for entry in lines if entry.get("role") == "assistant"] == [[]]
     pattern = behaviour.tests_pattern(["unittest"])
-    measures = behaviour.behaviour_measures(lines, {"facts": facts.__dict__}, pattern)
+    measures = behaviour.behaviour_measures(
+        run_trajectory(lines, {}), {"facts": facts.__dict__}, pattern
+    )
     assert measures["calls_edit"] == 0 and measures["files_edited"] == 0
 
 
@@ -82,7 +84,9 @@ def test_tests_the_model_ran_through_bash_are_a_test_run_with_their_real_output(
     # The etalon's tests failed in the sandbox: unittest's own report, a failed command.
     assert "ERROR: test_mean_of_one" in result["output"] and result["is_error"] is True
     pattern = behaviour.tests_pattern(["unittest"])
-    measures = behaviour.behaviour_measures(lines, {"facts": facts.__dict__}, pattern)
+    measures = behaviour.behaviour_measures(
+        run_trajectory(lines, {}), {"facts": facts.__dict__}, pattern
+    )
     assert measures["calls_tests"] == 1 and measures["tests_ran"] is True
     assert pi.classify(facts, None, True).as_dict() == {"status": "failed", "reason": "timeout"}
 
@@ -184,7 +188,9 @@ def test_a_model_that_fixed_the_bug_and_never_ended_its_turn_is_a_timeout(tmp_pa
     outputs = [e["output"] for e in lines if e.get("type") == "tool_result"]
     assert "Ran 3 tests" in outputs[-1] and outputs[-1].rstrip().endswith("OK")
     pattern = behaviour.tests_pattern(["unittest"])
-    measures = behaviour.behaviour_measures(lines, {"facts": facts.__dict__}, pattern)
+    measures = behaviour.behaviour_measures(
+        run_trajectory(lines, {}), {"facts": facts.__dict__}, pattern
+    )
     assert measures["calls_tests"] == 5 and measures["repeated_calls"] == 4
     # It never ended: a timeout, measured as failed, whatever its patch (docs/workflow.md).
     assert pi.classify(facts, None, True).as_dict() == {"status": "failed", "reason": "timeout"}

@@ -170,7 +170,7 @@ def test_a_hostile_transcript_stays_data_and_still_makes_a_valid_trajectory(tmp_
     (result,) = agent.observation.results
     assert result.extra == {"is_error": False}  # only `true` marks an error
     assert len(result.content) < TEXT_CHARS + 100
-    assert result.content.endswith("[agentab: 10 more characters cut]")
+    assert "\n[agentab: 10 characters cut]\n" in result.content  # its start and its end kept
     orphan = parsed.steps[2].observation.results[0]
     assert orphan.source_call_id is None and orphan.extra["call_id"] == "nobody-called-me"
     assert parsed.steps[3].message == "" and parsed.steps[3].tool_calls is None

@@ -1,6 +1,6 @@
 """Measure step: a run's measures.json from its run.json, its validators' outputs and the
-checked answers of any filled form (`agentab.synthesis.runs.measures`), and beside it the run
-in ATIF, trajectory.json (`agentab.trajectory`), when the run has a transcript.
+checked answers of any filled form, and beside it the run in ATIF, trajectory.json, when the run
+has a transcript (`agentab.synthesis.runs.measures`).
 
 `python -m agentab.steps.measure --scenario S --cell SLUG --rep N --record run.json
 --output validators/a.json --output … [--answers .form-keys/v.answers.json …] --out measures.json`
@@ -8,14 +8,11 @@ in ATIF, trajectory.json (`agentab.trajectory`), when the run has a transcript.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from agentab.layout import RunFolder
 from agentab.scenario import load_scenario_for_step
 from agentab.steps.common import add_run_arguments, run_step
 from agentab.synthesis.runs.measures import measure_run
-from agentab.trajectory import write_trajectory
 
 
 def build(parser) -> None:
@@ -32,10 +29,6 @@ def build(parser) -> None:
 
 def act(args) -> int:
     scenario = load_scenario_for_step(args.scenario, check_bricks=False)
-    folder = RunFolder(args.record.parent)
-    if folder.transcript.is_file():
-        record = json.loads(args.record.read_text(encoding="utf-8"))
-        write_trajectory(folder.transcript, record, folder.trajectory)
     measures = measure_run(
         scenario,
         scenario.run_cell(args.cell),

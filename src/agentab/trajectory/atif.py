@@ -16,7 +16,7 @@ Scout's `atif` source and the `atif` package's models read.
 
 Everything the agent wrote (messages, arguments, tool output) stays a JSON string or value
 under its field: nothing of it becomes a key of the structure or a step of its own. Texts are
-cut at `TEXT_CHARS` characters (with a note of how much was cut), arguments below `DEPTH`
+cut to `TEXT_CHARS` characters, their start and their end (with a note of how much was cut), arguments below `DEPTH`
 levels kept as their JSON text, characters that UTF-8 cannot hold replaced.
 """
 
@@ -207,9 +207,13 @@ def final_metrics(record: dict, steps: int) -> dict:
 
 
 def capped(value: str) -> str:
-    """The text as data that any JSON reader takes: cut at TEXT_CHARS, no lone surrogate."""
+    """The text as data that any JSON reader takes: at most TEXT_CHARS of it, no lone surrogate.
+    A longer text keeps its start and its end, where a command's output says how it exited: an
+    agent cannot hide a failed command from `tool_errors` by making it print."""
     if len(value) > TEXT_CHARS:
-        value = f"{value[:TEXT_CHARS]}\n[agentab: {len(value) - TEXT_CHARS} more characters cut]"
+        half = TEXT_CHARS // 2
+        cut = len(value) - 2 * half
+        value = f"{value[:half]}\n[agentab: {cut} characters cut]\n{value[-half:]}"
     return value.encode("utf-8", "replace").decode("utf-8")
 
 

@@ -1,4 +1,4 @@
-"""How a run behaved, from its transcript: built-in measures every run has, whatever its harness.
+"""How a run behaved, from its trajectory: built-in measures every run has, whatever its harness.
 
 Each tool call is put in one class, in this order:
 
@@ -35,7 +35,8 @@ import posixpath
 import re
 import shlex
 
-from agentab.trajectory.transcript import arguments, count, is_message, text, tool_calls
+from agentab.trajectory.calls import calls_in, turns_in
+from agentab.trajectory.transcript import arguments, count, text
 
 CLASSES = ("read", "edit", "search", "tests", "shell", "other")
 
@@ -89,26 +90,23 @@ def pattern_problem(pattern: str) -> str:
     return ""
 
 
-def behaviour_measures(lines: list[dict], record: dict, pattern: str) -> dict:
-    """The behaviour measures of one run from its transcript's `lines` and run.json `record`;
-    `pattern`: what starts a test command (`tests_pattern`)."""
+def behaviour_measures(document: dict | None, record: dict, pattern: str) -> dict:
+    """The behaviour measures of one run from its trajectory (`document`, ATIF) and run.json
+    `record`; `pattern`: what starts a test command (`tests_pattern`)."""
     runs_tests = re.compile(pattern)
     calls = dict.fromkeys(CLASSES, 0)
     read, edited, seen = set(), set(), set()
-    repeated, turns, first_edit = 0, 0, None
-    for entry in lines:
-        if not is_message(entry, "assistant"):
-            continue
-        turns += 1
-        for call in tool_calls(entry):
-            kind, paths = call_class(call, runs_tests)
-            calls[kind] += 1
-            (read if kind == "read" else edited if kind == "edit" else set()).update(paths)
-            if kind == "edit" and first_edit is None:
-                first_edit = turns - 1
-            key = json.dumps([text(call.get("tool")), arguments(call)], sort_keys=True, default=str)
-            repeated += key in seen
-            seen.add(key)
+    repeated, first_edit = 0, None
+    for made in calls_in(document):
+        kind, paths = call_class(made.call, runs_tests)
+        calls[kind] += 1
+        (read if kind == "read" else edited if kind == "edit" else set()).update(paths)
+        if kind == "edit" and first_edit is None:
+            first_edit = made.turn - 1
+        key = json.dumps([made.call["tool"], made.call["input"]], sort_keys=True, default=str)
+        repeated += key in seen
+        seen.add(key)
+    turns = turns_in(document)
     return {
         **{f"calls_{kind}": calls[kind] for kind in CLASSES},
         "tests_ran": calls["tests"] > 0,

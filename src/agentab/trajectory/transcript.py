@@ -8,25 +8,14 @@ so that no line of a hostile transcript decides more than its own values.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from agentab.files import read_json_lines
 
 
 def read_transcript(path: Path) -> list[dict]:
     """The JSON objects of a transcript, one a line, in order; [] when it cannot be read."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return []
-    lines = []
-    for line in data.split(b"\n"):
-        try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(entry, dict):
-            lines.append(entry)
-    return lines
+    return read_json_lines(path)
 
 
 def is_message(entry: dict, role: str | None = None) -> bool:

@@ -2,18 +2,18 @@
 (docs/workflow.md, `builtin`).
 
 Read from the run's record (run.json: turns, tokens, cost, duration, as the harness's stream and
-the provider's replies stated them) and from its transcript (every tool call and its result, in
-the same format for every harness). Kept in measures.json under `builtin`; a scenario may name
+the provider's replies stated them) and from its trajectory (trajectory.json: every tool call and
+its result, in the same format for every harness). Kept in measures.json under `builtin`; a scenario may name
 any of them in its metric contract, and a validator that returns a metric of the same name wins.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from agentab.synthesis.runs.usage import run_brick_usage, usage_metrics
+from agentab.trajectory.calls import calls_in, results_in
 
 BUILTIN_METRICS = (
     "turns",
@@ -38,17 +38,21 @@ FAILED_CALLS_WARNING = 0.5
 
 
 def builtin_metrics(
-    run: dict, transcript: Path, protected: list[str] | None = None, bricks: Path | None = None
+    run: dict,
+    trajectory: dict | None,
+    protected: list[str] | None = None,
+    bricks: Path | None = None,
 ) -> dict:
-    """The built-in metrics of one run; a metric the files do not tell is null.
+    """The built-in metrics of one run, from its run.json and its trajectory (ATIF, parsed; None
+    when the run has no transcript); a metric the files do not tell is null.
     `protected`: the protected paths its patch changed, added or removed (`protected_paths`),
     counted as `protected_edits` (docs/validators.md, "Reward hacking"). `bricks`: the results
     folder's frozen bricks, with which the use of each brick of the run is read
     (`synthesis.usage`): `brick_usage` per brick, `bricks_used` and `brick_calls` per name."""
     facts = run.get("facts") or {}
     tokens = facts.get("tokens") or {}
-    calls, errors = tool_call_counts(transcript)
-    usage = run_brick_usage(run, transcript, bricks) if bricks is not None else []
+    calls, errors = tool_call_counts(trajectory)
+    usage = run_brick_usage(run, trajectory, bricks) if bricks is not None else []
     return {
         **usage_metrics(usage),
         "brick_usage": usage,
@@ -76,27 +80,17 @@ def protected_paths(run: dict, protect, patch: Path | None) -> list[str]:
     return protected_files(listed, protect)
 
 
-def tool_call_counts(transcript: Path) -> tuple[int | None, int | None]:
+def tool_call_counts(trajectory: dict | None) -> tuple[int | None, int | None]:
     """Tool calls, and those that failed: marked failed by the harness, or whose result reports
-    a non-zero exit status, whatever the harness made of it."""
-    try:
-        lines = Path(transcript).read_text(encoding="utf-8").splitlines()
-    except OSError:
+    a non-zero exit status, whatever the harness made of it. Unknown without a trajectory."""
+    if trajectory is None:
         return None, None
-    calls, errors, commands = 0, 0, set()
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if entry.get("type") == "message":
-            for call in entry.get("tool_calls") or []:
-                calls += 1
-                if call.get("kind") == "run":
-                    commands.add(call.get("id"))
-        elif entry.get("type") == "tool_result" and failed(entry, entry.get("id") in commands):
-            errors += 1
-    return calls, errors
+    errors = sum(failed(r.result, is_command(r.call)) for r in results_in(trajectory))
+    return len(calls_in(trajectory)), errors
+
+
+def is_command(call: dict | None) -> bool:
+    return call is not None and call.get("kind") == "run"
 
 
 def failed(result: dict, is_command: bool) -> bool:

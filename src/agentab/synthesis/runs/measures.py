@@ -26,7 +26,7 @@ from agentab.synthesis.runs.integrity import (
 )
 from agentab.synthesis.runs.tool_failures import failed_calls
 from agentab.synthesis.runs.usage import builtin_value
-from agentab.trajectory import behaviour_measures, read_transcript
+from agentab.trajectory import behaviour_measures, write_trajectory
 
 ANSWERS_SUFFIX = ".answers.json"
 
@@ -196,15 +196,19 @@ def measure_run(
         for path in answers
     }
     # The transcript is written with run.json, which is written last: it is there when it is.
+    # Its trajectory.json is written first, and every measure of how the agent worked is read
+    # from that one document, the one a user's scanner reads.
     folder = RunFolder(Path(record).parent)
+    trajectory = None
+    if folder.transcript.is_file():
+        trajectory = write_trajectory(folder.transcript, run, folder.trajectory)
     protected = protected_paths(run, scenario.protect, folder.patch)
-    builtin = builtin_metrics(run, folder.transcript, protected, folder.results.bricks)
-    if folder.transcript.is_file():  # the behaviour measures (docs/validators.md) need one
-        lines = read_transcript(folder.transcript)
-        builtin |= behaviour_measures(lines, run, scenario.test_command)
+    builtin = builtin_metrics(run, trajectory, protected, folder.results.bricks)
+    if trajectory is not None:  # the behaviour measures (docs/validators.md) need one
+        builtin |= behaviour_measures(trajectory, run, scenario.test_command)
     measures = build_measures(scenario, cell, rep, run, by_validator, form_answers, builtin)
     measures["protected_files"] = protected
-    measures["failed_calls"] = failed_calls(folder.transcript)  # what `tool_errors` counted
+    measures["failed_calls"] = failed_calls(trajectory)  # what `tool_errors` counted
     secret = read_secret(folder.results.path)
     if secret is None:  # a folder made by hand, without agentab's secret: nothing is sealed
         write_json(measures, out)

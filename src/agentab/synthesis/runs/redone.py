@@ -10,9 +10,10 @@ one.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
+
+from agentab.files import read_json_lines
 
 REDONE_FILE = "redone.jsonl"
 SHOWN = 3
@@ -23,15 +24,7 @@ def redone_attempts(results_dir: Path) -> dict[str, list[dict]]:
     JSON object is skipped: the file is ours, but a run's folder is not trusted)."""
     found: dict[str, list[dict]] = {}
     for path in sorted(Path(results_dir, "runs").glob(f"*/r*/{REDONE_FILE}")):
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        attempts = []
-        for line in lines:
-            try:
-                item = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(item, dict):
-                attempts.append(item)
+        attempts = read_json_lines(path)
         if attempts:
             found[f"{path.parent.parent.name}/{path.parent.name}"] = attempts
     return found

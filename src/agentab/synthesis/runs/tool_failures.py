@@ -6,47 +6,29 @@ acts on it faster when it names what failed (`python3 -m pytest` 6 times) than o
 measure step keeps, per run, each failed call's label and how often it failed
 (`measures.json` → `failed_calls`); the synthesis adds them up per cell.
 
-The transcript is the agent's: every label is its text, read as data, whitespace squeezed and
+The trajectory is the agent's: every label is its text, read as data, whitespace squeezed and
 cut short, and shown in the synthesis as a quoted code span.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from pathlib import Path
 
-from agentab.synthesis.runs.builtin import failed
+from agentab.synthesis.runs.builtin import failed, is_command
+from agentab.trajectory.calls import results_in
 
 LABEL_CHARS = 60
 PATH_KEYS = ("path", "file_path", "absolute_path", "filePath", "file")
 SHOWN_LABELS = 3
 
 
-def failed_calls(transcript: Path) -> dict[str, int]:
+def failed_calls(trajectory: dict | None) -> dict[str, int]:
     """label -> how many of the run's calls with that label failed (as `tool_errors` counts
     them: marked failed by the harness, or a command whose result reports a non-zero exit)."""
-    try:
-        lines = Path(transcript).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return {}
-    labels: dict[str, tuple[str, bool]] = {}  # call id -> (label, is a command)
     found: Counter = Counter()
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(entry, dict):
-            continue
-        if entry.get("type") == "message":
-            for call in entry.get("tool_calls") or []:
-                if isinstance(call, dict):
-                    labels[str(call.get("id"))] = (call_label(call), call.get("kind") == "run")
-        elif entry.get("type") == "tool_result":
-            label, is_command = labels.get(str(entry.get("id")), (str(entry.get("tool")), False))
-            if failed(entry, is_command):
-                found[label] += 1
+    for answer in results_in(trajectory):
+        if failed(answer.result, is_command(answer.call)):
+            found[call_label(answer.call) if answer.call else "a result without its call"] += 1
     return dict(sorted(found.items()))
 
 

@@ -1,8 +1,8 @@
 """Per-brick use in one run: did the agent use what its cell gave it (docs/synthesis.md)?
 
 A receipt proves that a brick reached the model; it does not say that the agent used it. For
-every brick of the run's cell, from its transcript (the agent's conversation, the same format
-for every harness) and what the run recorded of its bricks (run.json: where the agent could
+every brick of the run's cell, from its trajectory (the agent's conversation in ATIF, the same
+format for every harness: `agentab.trajectory.calls`) and what the run recorded of its bricks (run.json: where the agent could
 read each one, `seen_at`) with the frozen copy of each:
 
 - a skill: loaded or not (through the harness's own skill tool, or by a read of its SKILL.md
@@ -13,14 +13,13 @@ read each one, `seen_at`) with the frozen copy of each:
 - a context file, or a kind whose use the harness does not show: `used` is null, with why.
 
 Each adapter knows how its harness loads a skill or runs an agent (`Harness.skill_tool_loads`,
-`agents_called`, `extension_tools`, `unobservable_use`). Turns count the transcript's
-assistant messages from 1. A transcript is the agent's output: it is parsed as data.
+`agents_called`, `extension_tools`, `unobservable_use`). Turns count the trajectory's agent
+steps from 1. A trajectory is the agent's output: it is read as data.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import json
 import posixpath
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from agentab.scenario.usage_names import USED_METRIC, brick_name
 from agentab.synthesis.runs.named_paths import is_glob, named_paths
+from agentab.trajectory.calls import Call, calls_in
 
 if TYPE_CHECKING:  # the adapters are imported when a run's use is read, not by synthesize
     from agentab.harnesses.base import DeclaredTools, Harness
@@ -63,9 +63,10 @@ class Use:
         self.calls[what] = self.calls.get(what, 0) + 1
 
 
-def run_brick_usage(run: dict, transcript: Path, store: Path) -> list[dict]:
+def run_brick_usage(run: dict, trajectory: dict | None, store: Path) -> list[dict]:
     """One record per brick of the run's cell (run.json's `bricks`, in order), as kept in
-    measures.json under `builtin.brick_usage`. `store`: the results folder's frozen bricks."""
+    measures.json under `builtin.brick_usage`. `trajectory`: the run's, parsed (None without a
+    transcript); `store`: the results folder's frozen bricks."""
     entries = [b for b in run.get("bricks") or [] if isinstance(b, dict)]
     if not entries:
         return []
@@ -73,7 +74,7 @@ def run_brick_usage(run: dict, transcript: Path, store: Path) -> list[dict]:
 
     harness = get_harness(str(run.get("harness")))
     bricks = [given_brick(entry, store, harness) for entry in entries]
-    uses = uses_in(transcript_lines(transcript), bricks, harness)
+    uses = uses_in(calls_in(trajectory), bricks, harness)
     return [usage_record(brick, uses[brick.rel], harness) for brick in bricks]
 
 
@@ -93,34 +94,11 @@ def given_brick(entry: dict, store: Path, harness: Harness) -> GivenBrick:
     return brick
 
 
-def transcript_lines(transcript: Path) -> list[dict]:
-    try:
-        text = Path(transcript).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    lines = []
-    for line in text.splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            lines.append(entry)
-    return lines
-
-
-def uses_in(lines: list[dict], bricks: list[GivenBrick], harness: Harness) -> dict[str, Use]:
+def uses_in(calls: list[Call], bricks: list[GivenBrick], harness: Harness) -> dict[str, Use]:
     """What the conversation did with each brick, turn by turn."""
     uses = {brick.rel: Use() for brick in bricks}
-    results = {line.get("id"): line for line in lines if line.get("type") == "tool_result"}
-    turn = 0
-    for line in lines:
-        if line.get("type") != "message" or line.get("role") != "assistant":
-            continue
-        turn += 1
-        for call in line.get("tool_calls") or []:
-            if isinstance(call, dict):
-                note_call(call, results.get(call.get("id")), turn, bricks, uses, harness)
+    for made in calls:
+        note_call(made.call, made.result, made.turn, bricks, uses, harness)
     return uses
 
 
