@@ -93,3 +93,28 @@ def test_one_task_has_no_pass_k():
     found = runs("ref", "", "0" * 12) + runs("new", "", "1" * 12)
     values = ScoredValues.of(found, ["ok"])
     assert pass_k_gaps(values, scenario(repetitions=3), {"ok": MetricType(RATE)}) == []
+
+
+def laundered(outcomes: str) -> list:
+    """Two tasks of the new cell: `1` a success, `0` a failure, `x` a failure its agent made
+    invalid (a report spoiled from inside the code under test)."""
+    found = []
+    for task in "ab":
+        found += runs("new", task, outcomes.replace("x", ""))
+        found += [SimpleNamespace(status="invalid", cell="new", task=task, pending=set(),
+                                  metrics={}) for _ in range(outcomes.count("x"))]  # fmt: skip
+        found += runs("ref", task, "11110000")
+    return found
+
+
+def test_failures_made_invalid_do_not_establish_a_pass_k_gap():
+    types = {"ok": MetricType(RATE)}
+    honest = ScoredValues.of(laundered("11111000"), ["ok"])
+    (gap,) = pass_k_gaps(honest, scenario(("a", "b"), repetitions=8), types)
+    assert gap.metric == "ok pass^8" and not gap.verdict.is_established
+    # Laundered: 5/5 a task, pass^5 of 1 against 0; scored alone, its interval excludes 0.
+    values = ScoredValues.of(laundered("11111xxx"), ["ok"])
+    (gap,) = pass_k_gaps(values, scenario(("a", "b"), repetitions=8), types)
+    assert gap.metric == "ok pass^5" and gap.verdict.ci_low > 0
+    assert gap.verdict.verdict == "inconclusive"
+    assert "the 6 invalid or failed runs of the cell and the 0 of the reference" in gap.note

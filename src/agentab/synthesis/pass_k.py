@@ -13,11 +13,13 @@ Each gap is judged by the rates' rule: each (cell, task) group's runs are resamp
 replacement (the same binomial distribution as a rate's bootstrap, on its own random stream), the
 estimate recomputed per draw and pooled, and the gap is established when its 95% interval
 excludes 0. pass^k gaps are a view of the rates already judged: they stay outside the Holm
-family, as the A/A copy's do, and carry no Holm p.
+family, as the A/A copy's do, and carry no Holm p. Like every pooled gap, an established one must
+hold with its cells' invalid and failed runs counted against it (`unscored`), with the same k.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from math import comb
 
@@ -27,6 +29,7 @@ from agentab import stats, workers
 from agentab.metrics import RATE
 from agentab.stats import discrete_laws, resampling
 from agentab.stats.strata import ALL, stratum_key
+from agentab.synthesis.unscored import KEY_PREFIX, Bound, UnscoredBound, holds
 from agentab.synthesis.verdicts import Gap, ScoredValues, _strata, too_few_runs
 
 SMALLEST_K = 2
@@ -132,8 +135,32 @@ def metric_pass_k_gaps(scored: ScoredValues, scenario, metric: str, cells, strat
             task=ALL,
             fewest_in_a_task=min(map(len, [*groups[cell].values(), *groups[reference].values()])),
         )
-        found.append(too_few_runs(gap))
+        found.append(bounded(too_few_runs(gap), scored, strata, metric, k))
     return found
+
+
+def bounded(gap: Gap, scored: ScoredValues, strata: list, metric: str, k: int) -> Gap:
+    """The gap, inconclusive with its note unless it stays established with each invalid or
+    failed run of its cells counted against it (the cell's as failures, the reference's as
+    successes, for a gap above zero; the other way round below)."""
+    bound = UnscoredBound(scored, scored.unscored, {}, strata, {})
+    mine, theirs = bound.counts(gap.cell), bound.counts(gap.reference)
+    if not gap.verdict.is_established or not (mine or theirs):
+        return gap
+    above = gap.value_cell > gap.value_ref
+    pools = [
+        dict(zip(strata, bound.groups(cell, metric, imputed), strict=True))
+        for cell, imputed in ((gap.cell, not above), (gap.reference, above))
+    ]
+    key = f"{KEY_PREFIX}:{gap.metric}"
+    value, draws = pooled_draws(pools[0], k, key, gap.cell)
+    value_ref, draws_ref = pooled_draws(pools[1], k, key, gap.reference)
+    verdict = stats.verdict_from_draws(value - value_ref, draws - draws_ref, (-1.0, 1.0))
+    if holds(gap, verdict):
+        return gap
+    note = Bound(mine, theirs, verdict, RATE).note()
+    inconclusive = dataclasses.replace(gap.verdict, verdict=stats.INCONCLUSIVE)
+    return dataclasses.replace(gap, verdict=inconclusive, note=note)
 
 
 def _joined(found: list[list[Gap]]) -> list[Gap]:
