@@ -69,12 +69,34 @@ def test_synthesis_md_puts_behaviour_gaps_beside_the_outcomes(tmp_path):
     assert "the rate of `ran_tests` is higher" in outcomes
     assert "the rate of `tests_ran` is higher in" not in outcomes
     assert "In `rule`, the rate of `tests_ran` is higher than in `nothing`" in behaviour
-    assert "| rule | 1 (33%) | 1 (33%) | 0 (0%) | 1 (33%) | 0 (0%) | 0 (0%) |" in behaviour
+    assert "| rule | 1 (33%) | 1 (33%) | 0 (0%) | 1 (33%) | 0 (0%) | 0 (0%) | 10/10 |" in behaviour
+    # `nothing` reads once or twice (1.5 a run), ran the tests in 2 runs of 10.
+    assert (
+        "| nothing | 1.5 (56%) | 1 (37%) | 0 (0%) | 0.2 (7%) | 0 (0%) | 0 (0%) | 10/10 |"
+        in behaviour
+    )
     # A run of each side of the established outcome gap, to read side by side.
     assert (
         "[rule/r01](runs/rule/r01/) (rule, true) against [nothing/r03](runs/nothing/r03/)"
         in section
     )
+
+
+def test_where_the_calls_went_counts_every_run_not_the_median_one(tmp_path):
+    # A real model answers most runs in prose: 7 runs of no call, 3 of 20 edits each. The median
+    # run made no call; the cell's runs made 6 edits each on average.
+    folder = write_behaving(tmp_path / "results")
+    for rep in range(1, 11):
+        path = folder / "runs" / "nothing" / f"r{rep:02d}" / "measures.json"
+        measures = json.loads(path.read_text())
+        acted = rep <= 3
+        counts = {kind: 0 for kind in ("read", "search", "tests", "shell", "other")}
+        measures["builtin"] |= {f"calls_{kind}": n for kind, n in counts.items()}
+        measures["builtin"]["calls_edit"] = 20 if acted else 0
+        path.write_text(json.dumps(measures))
+    synthesize(folder)
+    text = (folder / "synthesis.md").read_text(encoding="utf-8")
+    assert "| nothing | 0 (0%) | 6 (100%) | 0 (0%) | 0 (0%) | 0 (0%) | 0 (0%) | 3/10 |" in text
 
 
 def test_a_metric_the_scenario_scores_is_not_repeated_as_behaviour(tmp_path):

@@ -133,7 +133,9 @@ def behaviour_work(runs, scenario) -> tuple[workers.Work, list]:
 def behaviour_context(result: SynthesisResult, scenario, describe) -> dict:
     """What synthesis.md and the report say of the behaviour measures: each established
     behaviour gap in words (`describe` writes a gap, given the values), beside the outcomes'; and
-    per cell, where its calls went (the median calls of each class, and their shares)."""
+    per cell, where its calls went: the calls of each class per run on average, their share of
+    the cell's calls, and how many runs made a call at all. An average, not a median: a real
+    model that answers most runs in prose has a median run of no call, whatever the others did."""
     values = {
         (row.cell, row.metric): row
         for row in result.cell_values + result.behaviour_values
@@ -142,21 +144,19 @@ def behaviour_context(result: SynthesisResult, scenario, describe) -> dict:
     pooled = [gap for gap in result.behaviour if gap.pooled]
     calls = []
     for cell in scenario.cells:
-        medians = {
-            kind: values[cell.name, f"calls_{kind}"].aggregate.value
-            for kind in CLASSES
-            if (cell.name, f"calls_{kind}") in values
-        }
-        total = sum(value or 0 for value in medians.values())
-        if not medians:
+        counted = [
+            counts for run in result.runs if run.cell == cell.name if (counts := classes_of(run))
+        ]
+        if not counted:
             continue
+        totals = {kind: sum(counts[kind] for counts in counted) for kind in CLASSES}
+        every = sum(totals.values())
         calls.append(
             {
                 "cell": cell.name,
-                "medians": {kind: medians.get(kind) for kind in CLASSES},
-                "shares": {
-                    kind: (medians.get(kind) or 0) / total if total else 0.0 for kind in CLASSES
-                },
+                "means": {kind: totals[kind] / len(counted) for kind in CLASSES},
+                "shares": {kind: totals[kind] / every if every else 0.0 for kind in CLASSES},
+                "acted": f"{sum(any(counts.values()) for counts in counted)}/{len(counted)}",
             }
         )
     return {
@@ -166,6 +166,15 @@ def behaviour_context(result: SynthesisResult, scenario, describe) -> dict:
         "calls": calls,
         "classes": CLASSES,
     }
+
+
+def classes_of(run) -> dict[str, int]:
+    """A run's calls of each class, from its behaviour measures; {} for a run without them."""
+    builtin = run.builtin or {}
+    counts = {kind: builtin.get(f"calls_{kind}") for kind in CLASSES}
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in counts.values()):
+        return {}
+    return counts
 
 
 def runs_to_compare(result: SynthesisResult) -> list[dict]:
