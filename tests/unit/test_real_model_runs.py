@@ -20,6 +20,7 @@ run none of whose requests was answered is the provider's fault.
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import json
 import subprocess
@@ -36,6 +37,7 @@ from agentab.harnesses.base import HarnessFault
 from agentab.harnesses.pi import pi_transcript, read_pi_stream
 from agentab.offline_model import local_server
 from agentab.run.recording_proxy import recording, refuse_a_run_never_answered
+from agentab.synthesis.runs.builtin import tool_call_counts
 from agentab.trajectory import behaviour, run_trajectory
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pi"
@@ -71,6 +73,35 @@ def test_a_call_refused_in_the_sandbox_is_a_tool_error_and_the_cut_run_a_timeout
     assert result["id"] == call["id"] == "laPeeptvBq9VUT2bkc1wIP1gscjEeyF7"
     assert result["is_error"] is True and "Could not find the exact text" in result["output"]
     assert pi.classify(facts, None, True).as_dict() == {"status": "failed", "reason": "timeout"}
+
+
+def test_one_call_repeated_until_the_context_filled_is_a_completed_run_of_failed_calls(tmp_path):
+    # From scenarios/local-model's own experiment (docs/local-models.md): the model wrote the
+    # same file in pi's installation 26 times; pi gave each turn what was left of the 8 192
+    # tokens of context as its longest reply, until a reply was cut at `length`, empty.
+    stream = tmp_path / "stream.jsonl"
+    stream.write_bytes(
+        gzip.decompress(
+            (FIXTURES / "qwen-one-call-repeated-until-the-context-filled.jsonl.gz").read_bytes()
+        )
+    )
+    facts = read_pi_stream(stream)
+    assert facts.stop_reason == "length" and facts.final_message == "" and facts.turns == 28
+    assert facts.tool_calls == {"edit": 1, "write": 26}
+    # The run ended by itself: the agent's outcome, scored like any other (no patch here).
+    assert pi.classify(facts, 0, False).as_dict() == {"status": "completed", "reason": None}
+    lines = pi_transcript(stream)
+    results = [e for e in lines if e.get("type") == "tool_result"]
+    # The harness's own files are read-only in the sandbox: every write was refused there.
+    refused = "EROFS: read-only file system, open '/opt/harness/node_modules/"
+    assert sum(r["output"].startswith(refused) and r["is_error"] for r in results) == 26
+    trajectory = run_trajectory(lines, {"facts": facts.__dict__})
+    assert tool_call_counts(trajectory) == (27, 27)
+    measures = behaviour.behaviour_measures(
+        trajectory, {"facts": facts.__dict__}, behaviour.tests_pattern(["unittest"])
+    )
+    assert measures["repeated_calls"] == 25 and measures["calls_edit"] == 27
+    assert measures["files_read"] == 0 and measures["tests_ran"] is False
 
 
 def test_tests_the_model_ran_through_bash_are_a_test_run_with_their_real_output():
