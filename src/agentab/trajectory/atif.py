@@ -16,8 +16,9 @@ Scout's `atif` source and the `atif` package's models read.
 
 Everything the agent wrote (messages, arguments, tool output) stays a JSON string or value
 under its field: nothing of it becomes a key of the structure or a step of its own. Texts are
-cut to `TEXT_CHARS` characters, their start and their end (with a note of how much was cut), arguments below `DEPTH`
-levels kept as their JSON text, characters that UTF-8 cannot hold replaced.
+cut to `TEXT_CHARS` characters, their start and their end (with a note of how much was cut),
+arguments below `DEPTH` levels kept as their JSON text, characters that UTF-8 cannot hold
+replaced.
 """
 
 from __future__ import annotations

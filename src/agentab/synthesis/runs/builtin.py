@@ -3,8 +3,9 @@
 
 Read from the run's record (run.json: turns, tokens, cost, duration, as the harness's stream and
 the provider's replies stated them) and from its trajectory (trajectory.json: every tool call and
-its result, in the same format for every harness). Kept in measures.json under `builtin`; a scenario may name
-any of them in its metric contract, and a validator that returns a metric of the same name wins.
+its result, in the same format for every harness). Kept in measures.json under `builtin`; a
+scenario may name any of them in its metric contract, and a validator that returns a metric of
+the same name wins.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 A receipt proves that a brick reached the model; it does not say that the agent used it. For
 every brick of the run's cell, from its trajectory (the agent's conversation in ATIF, the same
-format for every harness: `agentab.trajectory.calls`) and what the run recorded of its bricks (run.json: where the agent could
-read each one, `seen_at`) with the frozen copy of each:
+format for every harness: `agentab.trajectory.calls`) and what the run recorded of its bricks
+(run.json: where the agent could read each one, `seen_at`) with the frozen copy of each:
 
 - a skill: loaded or not (through the harness's own skill tool, or by a read of its SKILL.md
   or of any file under it, at any path the run saw it at), at which turn first, how many of
