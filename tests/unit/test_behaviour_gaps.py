@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 
 from agentab.synthesis.synthesize import synthesize
 from tests.unit.test_synthesis import write_run, write_scenario
+from tests.unit.test_synthesis_outputs import DEMO_RESULTS
 
 
 def builtin(ran: bool, reads: int) -> dict:
@@ -135,3 +137,19 @@ def test_the_report_shows_the_behaviour_beside_the_outcomes(tmp_path):
     assert "<code>tests_ran</code> is higher" in section
     assert 'class="call-tests" style="width: 33.3%"' in section
     assert '<a href="runs/nothing/r03.html">nothing/r03</a>' in section
+
+
+def test_the_demo_shows_the_rule_running_the_tests_beside_its_outcome(tmp_path):
+    # The demo's own runs (their measures.json, recorded from `snakemake --cores 8`).
+    folder = tmp_path / "demo"
+    shutil.copytree(DEMO_RESULTS, folder)
+    synthesize(folder)
+    text = (folder / "synthesis.md").read_text(encoding="utf-8")
+    section = text.split("## Behaviour: why the cells differ", 1)[1].split("\n## ", 1)[0]
+    outcomes, behaviour = section.split("Behaviour:", 1)
+    for cell in ("rule · off", "rule · high"):
+        said = f"In `{cell}`, the rate of `{{}}` is higher than in `nothing · off`: 10/10 runs"
+        assert said.format("ran_tests") in outcomes
+        assert said.format("tests_ran") in behaviour
+    gaps = {(row["cell"], row["metric"]): row for row in rows(folder / "gaps.csv")}
+    assert gaps["rule · off", "tests_ran"]["verdict"] == "established"
