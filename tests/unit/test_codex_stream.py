@@ -42,6 +42,14 @@ def test_completed_run_counts_turns_tools_and_tokens_but_no_cost():
     assert codex.classify(facts, 0, False).as_dict() == {"status": "completed", "reason": None}
 
 
+def test_the_task_opens_the_transcript_as_the_run_gave_it():
+    # Codex's stream never repeats the prompt: the adapter puts the task first, as for Claude
+    # Code, so the trajectory begins where the conversation began.
+    lines = codex_transcript(FIXTURES / "demo-completed.jsonl", RECORDED_CLONE, "Fix mean.")
+    assert lines[0] == {"type": "message", "role": "user", "text": "Fix mean.", "tool_calls": []}
+    assert lines[1:] == codex_transcript(FIXTURES / "demo-completed.jsonl", RECORDED_CLONE)
+
+
 def test_the_transcript_has_the_replies_their_calls_and_results_in_order():
     lines = codex_transcript(FIXTURES / "demo-completed.jsonl", RECORDED_CLONE)
     assert [(line["type"], line.get("role")) for line in lines] == [
@@ -329,6 +337,7 @@ def test_one_adapter_serves_two_runs_each_transcript_relative_to_its_own_clone(t
     (tmp_path / "other").mkdir()
     codex.prepare(spec(tmp_path / "other"), installation(tmp_path / "other"))
     lines = codex.transcript(FIXTURES / "demo-completed.jsonl", recorded)
-    assert lines == codex_transcript(FIXTURES / "demo-completed.jsonl", RECORDED_CLONE)
+    task = codex_transcript(FIXTURES / "demo-completed.jsonl", RECORDED_CLONE, recorded.prompt)
+    assert lines == task
     assert str(RECORDED_CLONE) not in json.dumps(lines)
     assert str(RECORDED_CLONE) in json.dumps(codex.transcript(FIXTURES / "demo-completed.jsonl"))

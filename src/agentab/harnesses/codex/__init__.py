@@ -172,8 +172,11 @@ class CodexHarness(Harness):
         return read_codex_stream(Path(path))
 
     def transcript(self, path: Path, spec: RunSpec | None = None) -> list[dict]:
-        # Paths in the stream are the clone's where the harness saw it: made relative to it.
-        return codex_transcript(Path(path), Path(spec.clone) if spec else None)
+        # Paths in the stream are the clone's where the harness saw it: made relative to it. The
+        # task as `prepare` passed it: the stream does not repeat it.
+        if spec is None:
+            return codex_transcript(Path(path))
+        return codex_transcript(Path(path), Path(spec.clone), spec.prompt)
 
     def sent_thinking(self, level: str, model: str, provider: str = "offline") -> str | None:
         # The wire module reads reasoning.effort; "none" (what "off" sends) asks for no reasoning.

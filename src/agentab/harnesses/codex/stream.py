@@ -82,11 +82,12 @@ def shell_command(command: str) -> str:
     return command
 
 
-def codex_transcript(path: Path, clone: Path | None = None) -> list[dict]:
+def codex_transcript(path: Path, clone: Path | None = None, task: str = "") -> list[dict]:
     """The conversation of a Codex stream. Codex's stream has no model replies as such, only
     items: a reply is taken to start at a reasoning or message item, or at a tool call that
-    follows a finished one (a reply's text comes before its tool calls)."""
-    lines: list[dict] = []
+    follows a finished one (a reply's text comes before its tool calls). The stream never shows
+    the task: `task` opens the conversation."""
+    lines: list[dict] = [transcript_message("user", task)] if task else []
     reply: dict | None = None
     tool_done = False
     for event in stream_events(path):
