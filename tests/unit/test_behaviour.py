@@ -152,7 +152,10 @@ def test_files_repeats_and_the_turns_before_the_first_edit():
     lines = [
         {"type": "message", "role": "user", "text": "Fix mean().", "tool_calls": []},
         said(("bash", "run", {"command": "ls"})),
-        said(("read", "read", {"path": "calc.py"}), ("read", "read", {"path": "./calc.py"})),
+        said(
+            ("read", "read", {"path": "calc.py"}),
+            ("Read", "read", {"file_path": "/workspace/calc.py"}),
+        ),
         said(("bash", "run", {"command": "cat util.py other/x.py"})),
         said(("edit", "edit", {"path": "calc.py"}), ("write", "write", {"path": "b.py"})),
         said(("bash", "run", {"command": "ls"})),  # the first call again
@@ -160,7 +163,7 @@ def test_files_repeats_and_the_turns_before_the_first_edit():
     ]
     record = {"facts": {"turns": 5, "tokens": {"input": 90, "output": 10}}}
     measures = behaviour_measures(run_trajectory(lines, {}), record, BOTH)
-    assert measures["files_read"] == 3  # calc.py (twice, one path), util.py, other/x.py
+    assert measures["files_read"] == 3  # calc.py (twice, named two ways), util.py, other/x.py
     assert measures["files_edited"] == 2
     assert measures["repeated_calls"] == 1
     assert measures["turns_before_edit"] == 3

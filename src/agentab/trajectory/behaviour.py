@@ -21,7 +21,8 @@ else it reads when one prints a file.
 
 The measures, flat in measures.json's `builtin` (any of them may be named in
 `[validation].metrics`): `calls_<class>` for each class, `tests_ran` (a test command was run),
-`files_read` and `files_edited` (distinct paths, as the calls named them), `repeated_calls`
+`files_read` and `files_edited` (distinct files, however the calls named them),
+`repeated_calls`
 (calls identical to an earlier one: same tool, same arguments), `turns_before_edit` (assistant
 turns before the first edit; every turn when it never edited) and `tokens_per_turn` (run.json's
 tokens, input with cache reads and writes plus output, over its turns). Failed calls are the
@@ -71,6 +72,7 @@ RUNS = {"uv", "poetry", "pipenv", "hatch", "pdm", "rye"}  # `uv run X` runs X
 PYTHON = re.compile(r"python[\d.]*$")
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 PATH_KEYS = ("path", "file_path", "absolute_path", "filePath", "file", "notebook_path")
+WORKING_DIRECTORY = "/workspace"  # the agent's cwd in its sandbox (agentab.confinement.views)
 
 
 def tests_pattern(runners: list[str]) -> str:
@@ -125,9 +127,9 @@ def call_class(call: dict, runs_tests: re.Pattern) -> tuple[str, list[str]]:
         command = call.get("command")
         return command_class(command if isinstance(command, str) else "", runs_tests)
     if kind in ("edit", "write") or tool in EDIT_TOOLS:
-        return "edit", named_paths(given)
+        return "edit", tool_paths(given)
     if kind == "read" or tool in READ_TOOLS:
-        return "read", named_paths(given)
+        return "read", tool_paths(given)
     if tool in SEARCH_TOOLS:
         return "search", []
     return "other", []
@@ -153,7 +155,7 @@ def segment_class(words: list[str], runs_tests: re.Pattern) -> tuple[str, list[s
     if program in READ_PROGRAMS or program == "sed" and "-n" in words[1:]:
         # Options and counts are not files (`head -n 20 a.py`), nor is sed's script.
         named = [word for word in words[1:] if not word.startswith("-") and not word.isdigit()]
-        return "read", [posixpath.normpath(word) for word in named[program == "sed" :]]
+        return "read", [one_path(word) for word in named[program == "sed" :]]
     return "other", []
 
 
@@ -198,9 +200,9 @@ def unwrapped(words: list[str]) -> list[str]:
     return words
 
 
-def named_paths(given: dict) -> list[str]:
+def tool_paths(given: dict) -> list[str]:
     """The files a read or edit tool named: its path argument, Gemini CLI's `paths`, Codex's
-    `changes`, each normalised (`./a.py` and `a.py` are one file)."""
+    `changes`, each as `one_path`."""
     found = [given[key] for key in PATH_KEYS if isinstance(given.get(key), str)]
     if isinstance(given.get("paths"), list):
         found += [path for path in given["paths"] if isinstance(path, str)]
@@ -210,7 +212,13 @@ def named_paths(given: dict) -> list[str]:
             for change in given["changes"]
             if isinstance(change, dict) and isinstance(change.get("path"), str)
         ]
-    return [posixpath.normpath(path) for path in found if path]
+    return [one_path(path) for path in found if path]
+
+
+def one_path(path: str) -> str:
+    """A path as one file, however the call named it: `a.py`, `./a.py` and Claude Code's
+    `/workspace/a.py` are the same file of the agent's working directory."""
+    return posixpath.normpath(posixpath.join(WORKING_DIRECTORY, path))
 
 
 def tokens_per_turn(record: dict) -> float | None:

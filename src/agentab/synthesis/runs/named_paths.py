@@ -14,7 +14,8 @@ import posixpath
 import re
 import shlex
 
-WORKING_DIRECTORY = "/workspace"  # the agent's cwd in its sandbox (agentab.confinement.views)
+from agentab.trajectory.behaviour import WORKING_DIRECTORY
+
 PATH_KEY = re.compile(r"path|file|dir", re.IGNORECASE)
 COMMAND_KEYS = ("command", "cmd")
 SEPARATOR = re.compile(r"^[;&|()<>]+$")
