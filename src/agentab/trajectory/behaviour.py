@@ -21,8 +21,7 @@ else it reads when one prints a file.
 
 The measures, flat in measures.json's `builtin` (any of them may be named in
 `[validation].metrics`): `calls_<class>` for each class, `tests_ran` (a test command was run),
-`files_read` and `files_edited` (distinct files, however the calls named them),
-`repeated_calls`
+`files_read` and `files_edited` (distinct files, however the calls named them), `repeated_calls`
 (calls identical to an earlier one: same tool, same arguments), `turns_before_edit` (assistant
 turns before the first edit; every turn when it never edited) and `tokens_per_turn` (run.json's
 tokens, input with cache reads and writes plus output, over its turns). Failed calls are the
